@@ -1,0 +1,84 @@
+"""pytest-harness: LLM judge tribunals as pytest assertions, with offline cassettes.
+
+Only re-exports live here, and lazily: importing ``pytest_harness`` (as pytest does when it
+loads the plugin) imports nothing heavy; each name is imported on first access.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_harness.errors import (
+        AgentTimeout,
+        AllAgentsFailed,
+        CassetteError,
+        CassetteMiss,
+        ConfigError,
+        DegenerateResponse,
+        HarnessError,
+        HarnessWarning,
+        InvalidResponse,
+        JudgeOutputError,
+        LocalModelError,
+        ProviderResponseError,
+    )
+    from pytest_harness.model import ModelResponse, ToolCall, Usage, acomplete, complete
+    from pytest_harness.validator import ResponseValidator
+
+__all__ = [
+    "AgentTimeout",
+    "AllAgentsFailed",
+    "CassetteError",
+    "CassetteMiss",
+    "ConfigError",
+    "DegenerateResponse",
+    "HarnessError",
+    "HarnessWarning",
+    "InvalidResponse",
+    "JudgeOutputError",
+    "LocalModelError",
+    "ModelResponse",
+    "ProviderResponseError",
+    "ResponseValidator",
+    "ToolCall",
+    "Usage",
+    "acomplete",
+    "complete",
+]
+
+_HOME = {
+    **dict.fromkeys(
+        (
+            "AgentTimeout",
+            "AllAgentsFailed",
+            "CassetteError",
+            "CassetteMiss",
+            "ConfigError",
+            "DegenerateResponse",
+            "HarnessError",
+            "HarnessWarning",
+            "InvalidResponse",
+            "JudgeOutputError",
+            "LocalModelError",
+            "ProviderResponseError",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(("ModelResponse", "ToolCall", "Usage", "acomplete", "complete"), "model"),
+    "ResponseValidator": "validator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pytest_harness' has no attribute {name!r}")
+    value = getattr(import_module(f"pytest_harness.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

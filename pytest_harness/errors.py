@@ -1,0 +1,105 @@
+"""Errors raised by pytest-harness.
+
+Every error names what went wrong and what to do about it. The tree::
+
+    HarnessError
+    ├── ConfigError (also ValueError)       a wrong option, ini value or marker argument
+    ├── InvalidResponse                     a structurally unusable model response
+    │   └── DegenerateResponse              valid, but nothing visible (blank / think-only)
+    ├── ProviderResponseError               the provider answered something we cannot read
+    ├── JudgeOutputError                    an agent's reply does not parse or fit its schema
+    ├── AgentTimeout (also TimeoutError)    a judge still running at the panel's deadline
+    ├── AllAgentsFailed                     every judge failed (or more than ``may_fail``)
+    ├── CassetteMiss                        replay found no recording for a request
+    ├── CassetteError                       a cassette cannot be read or written safely
+    └── LocalModelError                     the embedded model cannot be installed or started
+
+Provider failures (HTTP 429, 500, timeouts, ...) are not wrapped: they reach the caller as
+litellm's own typed exceptions, which carry the provider's message and status code.
+
+Warnings: ``HarnessWarning`` (a ``UserWarning``), raised for degenerate or invalid responses
+when ``harness_degenerate = warn``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_harness.model import ModelResponse
+
+
+class HarnessError(Exception):
+    """Root of every error raised by pytest-harness."""
+
+
+class ConfigError(HarnessError, ValueError):
+    """A user mistake in options, ini keys, markers or arguments."""
+
+
+class InvalidResponse(HarnessError):
+    """A model response that is not a usable turn at all.
+
+    Attributes:
+        response: the offending response, or None when there was none.
+        reason: ``"nil_response"``, ``"interrupted"``, ``"empty_response"`` or ``"degenerate"``.
+        model: the model that produced it.
+    """
+
+    def __init__(self, message: str, *, response: ModelResponse | None, reason: str, model: str):
+        super().__init__(message)
+        self.response = response
+        self.reason = reason
+        self.model = model
+
+
+class DegenerateResponse(InvalidResponse):
+    """A structurally valid text response with no visible content (blank or think-only)."""
+
+
+class ProviderResponseError(HarnessError):
+    """The provider answered with something that cannot be read as a chat completion."""
+
+
+class JudgeOutputError(HarnessError):
+    """An agent's reply did not parse as JSON or did not fit its output schema.
+
+    Attributes:
+        raw: the reply text exactly as the model gave it.
+    """
+
+    def __init__(self, message: str, *, raw: str | None):
+        super().__init__(message)
+        self.raw = raw
+
+
+class AgentTimeout(HarnessError, TimeoutError):
+    """A judge was still running when its panel's timeout expired."""
+
+
+class AllAgentsFailed(HarnessError):
+    """Every judge of a panel failed, or more than its ``may_fail`` allowance did.
+
+    Attributes:
+        errors: ``[{"agent": name, "error": exception}, ...]`` for each failed judge.
+    """
+
+    def __init__(self, message: str, *, errors: list[dict[str, Any]]):
+        super().__init__(message)
+        self.errors = errors
+
+
+class CassetteMiss(HarnessError):
+    """Replay found no recorded interaction matching a request."""
+
+
+class CassetteError(HarnessError):
+    """A cassette could not be read, or refused to be written (for example: a secret in it)."""
+
+
+class LocalModelError(HarnessError):
+    """The embedded model is not installed, or its server did not start."""
+
+
+class HarnessWarning(UserWarning):
+    """Raised as a warning, not an error, when ``harness_degenerate = warn``."""

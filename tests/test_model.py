@@ -1,0 +1,277 @@
+"""The model seam against a real HTTP server, through litellm: sync, async and streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from pytest_harness import (
+    DegenerateResponse,
+    HarnessWarning,
+    InvalidResponse,
+    ModelResponse,
+    ProviderResponseError,
+    _runtime,
+    acomplete,
+    complete,
+)
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
+
+
+def call(server: LoopbackServer, mode: str, **kwargs: object) -> ModelResponse:
+    """Make one call in the given mode: sync, async, stream or astream."""
+    stream = mode in ("stream", "astream")
+    if mode.startswith("a"):
+        return asyncio.run(
+            acomplete("hi", model=server.model, stream=stream, **server.params, **kwargs)
+        )
+    return complete("hi", model=server.model, stream=stream, **server.params, **kwargs)
+
+
+MODES = ["sync", "async", "stream", "astream"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plain_text(server: LoopbackServer, mode: str) -> None:
+    server.queue(Reply(content="Paris is the capital"))
+    response = call(server, mode)
+    assert response.content == "Paris is the capital"
+    assert response.text == "Paris is the capital"
+    assert response.finish_reason == "stop"
+    assert response.interrupted is False
+    assert response.tool_calls == ()
+    assert response.model == "openai/loopback"
+    assert response.usage.prompt_tokens == 1
+    assert response.usage.completion_tokens == 4
+    assert response.usage.total_tokens == 5
+    assert response.cost is None  # litellm has no price for a loopback model
+    assert response.latency_s > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_same_response_shape_whatever_the_mode(server: LoopbackServer, mode: str) -> None:
+    reply = Reply(content="same words", reasoning="thought first")
+    server.queue(reply, reply)
+    reference = call(server, "sync")
+    assert call(server, mode) == reference
+    assert reference.reasoning == "thought first"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_calls_parsed_and_raw_kept(server: LoopbackServer, mode: str) -> None:
+    server.queue(
+        Reply(
+            content=None,
+            tool_calls=[
+                ToolCallSpec(name="lookup", arguments={"order": 42, "note": "late"}, id="a1"),
+                ToolCallSpec(name="broken", arguments='{"order": 4', id="a2"),
+                ToolCallSpec(name="noargs", arguments="", id="a3"),
+            ],
+        )
+    )
+    response = call(server, mode)
+    assert response.has_tool_calls
+    assert response.finish_reason == "tool_calls"
+    first, broken, noargs = response.tool_calls
+    assert (first.id, first.name, first.arguments) == (
+        "a1",
+        "lookup",
+        {"order": 42, "note": "late"},
+    )
+    assert first.parsed
+    assert (broken.name, broken.arguments, broken.raw_arguments) == ("broken", None, '{"order": 4')
+    assert not broken.parsed
+    assert noargs.arguments == {}
+
+
+def test_tools_and_params_reach_the_provider(server: LoopbackServer) -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    schema = {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}}
+    complete(
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+        model=server.model,
+        tools=[tool],
+        response_format=schema,
+        temperature=0,
+        **server.params,
+    )
+    body = server.requests[-1]
+    assert body["tools"] == [tool]
+    assert body["response_format"] == schema
+    assert body["temperature"] == 0
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_streaming_calls_on_token_per_delta(server: LoopbackServer, mode: str) -> None:
+    server.queue(Reply(content="one two three", reasoning="hidden"))
+    tokens: list[str] = []
+    response = call(server, mode, on_token=tokens.append)
+    assert tokens == ["one ", "two ", "three"]
+    assert "".join(tokens) == response.content
+    assert server.requests[-1]["stream"] is True
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_stream_without_finish_reason_is_interrupted(server: LoopbackServer, mode: str) -> None:
+    server.queue(Reply(content="half an answer", finish_reason=None))
+    with pytest.raises(InvalidResponse) as caught:
+        call(server, mode)
+    assert caught.value.reason == "interrupted"
+    assert caught.value.response is not None
+    assert caught.value.response.content == "half an answer"
+    assert caught.value.response.finish_reason is None
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_stream_cut_mid_way_keeps_the_partial(server: LoopbackServer, mode: str) -> None:
+    server.queue(Reply(content="one two three four five", cut_after=3))
+    with _runtime.override(degenerate="off"):
+        response = call(server, mode)
+    assert response.interrupted
+    assert response.content == "one two "
+    assert response.finish_reason is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(content=""), "empty_response"),
+        (Reply(content="   \n"), "empty_response"),
+        (Reply(content=None), "empty_response"),
+        (Reply(content="<thinking>only thoughts</thinking>\n"), "degenerate"),
+        (Reply(content="", reasoning="only thoughts"), "degenerate"),
+        (Reply(content="\n<think>a</think> <think>b</think>"), "degenerate"),
+    ],
+    ids=["empty", "blank", "none", "think-only", "reasoning-only", "two-blocks"],
+)
+def test_unusable_responses_fail_loudly(
+    server: LoopbackServer, mode: str, reply: Reply, reason: str
+) -> None:
+    server.queue(reply)
+    with pytest.raises(InvalidResponse) as caught:
+        call(server, mode)
+    assert caught.value.reason == reason
+    assert "openai/loopback" in str(caught.value)
+    assert "harness_degenerate" in str(caught.value)
+    assert isinstance(caught.value, DegenerateResponse) == (reason == "degenerate")
+
+
+def test_think_only_with_litellm_extracting_the_block(server: LoopbackServer) -> None:
+    # litellm moves a leading <think> block of an OpenAI-compatible reply into
+    # reasoning_content: the visible content is then blank, which is still degenerate.
+    server.queue(Reply(content="<think>I should answer</think>  "))
+    with pytest.raises(DegenerateResponse) as caught:
+        call(server, "sync")
+    response = caught.value.response
+    assert response is not None
+    assert response.reasoning == "I should answer"
+    assert "I should answer" in str(caught.value)
+
+
+def test_warn_mode_returns_the_response_with_a_warning(server: LoopbackServer) -> None:
+    server.queue(Reply(content=""))
+    with _runtime.override(degenerate="warn"), pytest.warns(HarnessWarning, match="empty response"):
+        response = call(server, "sync")
+    assert response.content == ""
+
+
+def test_off_mode_returns_the_response_silently(server: LoopbackServer) -> None:
+    server.queue(Reply(content="<think>x</think>"))
+    with _runtime.override(degenerate="off"):
+        assert call(server, "sync").content is not None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, "BadRequestError"),
+        (429, "RateLimitError"),
+        (500, "InternalServerError"),
+        (503, "ServiceUnavailableError"),
+    ],
+)
+def test_provider_error_status_is_a_typed_litellm_error(
+    server: LoopbackServer, mode: str, status: int, kind: str
+) -> None:
+    import litellm
+
+    server.queue(Reply(status=status, error=f"scripted failure {status}"))
+    with pytest.raises(getattr(litellm.exceptions, kind)) as caught:
+        call(server, mode, max_retries=0)
+    assert caught.value.status_code == status
+    assert f"scripted failure {status}" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_malformed_json_body_is_a_typed_error(server: LoopbackServer, mode: str) -> None:
+    import litellm
+
+    server.queue(Reply(raw="{this is not json"))
+    with pytest.raises(litellm.exceptions.InternalServerError, match="Expecting property name"):
+        call(server, mode, max_retries=0)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_completion_without_choices_is_a_harness_error(server: LoopbackServer, mode: str) -> None:
+    server.queue(Reply(raw='{"id": "x", "object": "chat.completion", "choices": []}'))
+    with pytest.raises(ProviderResponseError, match="without any choice"):
+        call(server, mode)
+
+
+def test_scope_retries_off_fails_fast(server: LoopbackServer) -> None:
+    import litellm
+
+    server.queue(*[Reply(status=500)] * 3, Reply(content="third time lucky"))
+    started = time.perf_counter()
+    with _runtime.override(retries=0), pytest.raises(litellm.exceptions.InternalServerError):
+        call(server, "sync")
+    assert len(server.requests) == 1
+    assert time.perf_counter() - started < 1.0
+
+
+def test_scope_model_override_replaces_the_model(server: LoopbackServer) -> None:
+    with _runtime.override(model="openai/other"):
+        response = call(server, "sync")
+    assert response.model == "openai/other"
+    assert server.requests[-1]["model"] == "other"
+
+
+def test_scope_timeout_bounds_a_slow_call(server: LoopbackServer) -> None:
+    import litellm
+
+    server.queue(Reply(delay=2.0))
+    started = time.perf_counter()
+    with _runtime.override(timeout=0.3, retries=0), pytest.raises(litellm.exceptions.Timeout):
+        call(server, "sync")
+    assert time.perf_counter() - started < 1.5
+
+
+def test_listeners_see_every_accepted_response(server: LoopbackServer) -> None:
+    seen: list[ModelResponse] = []
+    with _runtime.override(listeners=(seen.append,)):
+        first = call(server, "sync")
+        second = call(server, "async")
+    assert seen == [first, second]
+
+
+def test_a_string_is_one_user_message(server: LoopbackServer) -> None:
+    complete("What is 2+2?", model=server.model, **server.params)
+    assert server.requests[-1]["messages"] == [{"role": "user", "content": "What is 2+2?"}]
+
+
+def test_concurrent_async_calls_run_together(server: LoopbackServer) -> None:
+    server.handler = lambda body: Reply(content="done", delay=0.3)
+
+    async def panel() -> list[ModelResponse]:
+        calls = [acomplete("hi", model=server.model, **server.params) for _ in range(6)]
+        return await asyncio.gather(*calls)
+
+    started = time.perf_counter()
+    responses = asyncio.run(panel())
+    assert [r.content for r in responses] == ["done"] * 6
+    assert time.perf_counter() - started < 6 * 0.3

@@ -1,0 +1,55 @@
+"""The package's public surface: exactly the names promised, importable, and cheap to import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import pytest_harness
+
+CONTRACT = {
+    "AgentTimeout",
+    "AllAgentsFailed",
+    "CassetteError",
+    "CassetteMiss",
+    "DegenerateResponse",
+    "HarnessError",
+    "ModelResponse",
+    "ResponseValidator",
+}
+
+
+def test_all_is_sorted_and_exact() -> None:
+    assert pytest_harness.__all__ == sorted(pytest_harness.__all__)
+    assert CONTRACT <= set(pytest_harness.__all__)
+    for name in pytest_harness.__all__:
+        assert getattr(pytest_harness, name) is not None
+    assert set(pytest_harness.__all__) <= set(dir(pytest_harness))
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = pytest_harness.Nope  # type: ignore[attr-defined]
+
+
+def test_errors_form_the_documented_tree() -> None:
+    from pytest_harness import errors
+
+    for name in ("AgentTimeout", "AllAgentsFailed", "CassetteError", "CassetteMiss"):
+        assert issubclass(getattr(errors, name), errors.HarnessError)
+    assert issubclass(errors.DegenerateResponse, errors.InvalidResponse)
+    assert issubclass(errors.ConfigError, ValueError)
+    assert issubclass(errors.AgentTimeout, TimeoutError)
+    assert issubclass(errors.HarnessWarning, UserWarning)
+
+
+def test_importing_the_package_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, pytest_harness, pytest_harness.plugin\n"
+        "from pytest_harness import ResponseValidator, HarnessError\n"
+        "print(sorted(m for m in ('litellm', 'vcr', 'openai', 'httpx', 'yaml') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,6 +13,8 @@ from pytest_harness.testing import LoopbackServer, Reply
 
 from .support_bot import INSTRUCTIONS, reply_to
 
+pytestmark = pytest.mark.harness(cassette=False)  # scripted server, no recording needed
+
 
 def test_reply_is_passed_through(scripted_model: LoopbackServer) -> None:
     scripted_model.queue(Reply(content="Sorry about the delay! Your order ships tomorrow."))

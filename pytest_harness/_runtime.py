@@ -11,8 +11,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse
 from pytest_harness.validator import ResponseValidator
@@ -27,6 +27,18 @@ ResponseListener: TypeAlias = Callable[["ModelResponse"], None]
 _VALIDATOR = ResponseValidator()
 
 
+class CallHook(Protocol):
+    """Call-time behaviour installed around the model seam (cassettes, the local model).
+
+    ``prepare`` may change the litellm keyword arguments of a call before it is made;
+    ``translate`` may replace an exception the call raised by a clearer one (or return None).
+    """
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]: ...
+
+    def translate(self, error: BaseException) -> BaseException | None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     """What governs model calls in the current test (or outside any test).
@@ -39,7 +51,7 @@ class Scope:
         timeout: per-call HTTP timeout in seconds, unless the call passes its own.
         test_id: the pytest node id of the running test, for messages.
         listeners: called with every response that passed validation.
-        hooks: extra call-time behaviour installed by other modules (cassettes, local model).
+        call_hooks: call-time behaviour, applied in order (local-model route, cassette).
     """
 
     degenerate: DegenerateMode = "fail"
@@ -48,7 +60,7 @@ class Scope:
     timeout: float | None = None
     test_id: str | None = None
     listeners: tuple[ResponseListener, ...] = ()
-    hooks: dict[str, Any] = field(default_factory=dict)
+    call_hooks: tuple[CallHook, ...] = ()
 
 
 _current = Scope()
@@ -89,6 +101,22 @@ def quiet_dependencies() -> None:
     """
     warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
     warnings.filterwarnings("ignore", message=r"Item .* is using the .ReadOnly. qualifier")
+
+
+def prepare(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Let the scope's call hooks adjust a call's litellm arguments, in order."""
+    for hook in _current.call_hooks:
+        kwargs = hook.prepare(kwargs)
+    return kwargs
+
+
+def translate(error: BaseException) -> BaseException | None:
+    """The clearer exception a call hook offers for ``error``, if any."""
+    for hook in _current.call_hooks:
+        better = hook.translate(error)
+        if better is not None:
+            return better
+    return None
 
 
 def check(response: ModelResponse) -> None:

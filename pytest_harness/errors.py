@@ -12,6 +12,7 @@ Every error names what went wrong and what to do about it. The tree::
     ├── AllAgentsFailed                     every judge failed (or more than ``may_fail``)
     ├── CassetteMiss                        replay found no recording for a request
     ├── CassetteError                       a cassette cannot be read or written safely
+    ├── NetworkBlocked (also ConnectionError)  replay mode refused an outbound connection
     └── LocalModelError                     the embedded model cannot be installed or started
 
 Provider failures (HTTP 429, 500, timeouts, ...) are not wrapped: they reach the caller as
@@ -95,6 +96,10 @@ class CassetteMiss(HarnessError):
 
 class CassetteError(HarnessError):
     """A cassette could not be read, or refused to be written (for example: a secret in it)."""
+
+
+class NetworkBlocked(HarnessError, ConnectionError):
+    """In replay mode a test tried to connect to a host that is not allowed."""
 
 
 class LocalModelError(HarnessError):

@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -131,9 +132,11 @@ def complete(
     call = _Call.build(messages, model, tools, response_format, stream, params)
     lib = _lib()
     started = time.perf_counter()
-    raw = lib.completion(**call.kwargs)
-    if stream:
-        response = _from_stream(call, _drain(raw, on_token), raw, started)
+    with _clearer_errors():
+        raw = lib.completion(**call.kwargs)
+        chunks = _drain(raw, on_token) if stream else None
+    if chunks is not None:
+        response = _from_stream(call, chunks, raw, started)
     else:
         response = _from_completion(call, raw, started)
     _runtime.check(response)
@@ -154,14 +157,31 @@ async def acomplete(
     call = _Call.build(messages, model, tools, response_format, stream, params)
     lib = _lib()
     started = time.perf_counter()
-    raw = await lib.acompletion(**call.kwargs)
-    if stream:
-        chunks = [chunk async for chunk in _adrain(raw, on_token)]
+    with _clearer_errors():
+        raw = await lib.acompletion(**call.kwargs)
+        chunks = [chunk async for chunk in _adrain(raw, on_token)] if stream else None
+    if chunks is not None:
         response = _from_stream(call, chunks, raw, started)
     else:
         response = _from_completion(call, raw, started)
     _runtime.check(response)
     return response
+
+
+@contextmanager
+def _clearer_errors() -> Iterator[None]:
+    """Replace an SDK error by the clearer one a call hook finds behind it.
+
+    The provider SDK wraps whatever the transport raised (a cassette miss, a blocked
+    connection) into a generic connection error; the test should see the real cause.
+    """
+    try:
+        yield
+    except Exception as error:
+        better = _runtime.translate(error)
+        if better is None:
+            raise
+        raise better from error
 
 
 def _lib() -> Any:
@@ -217,9 +237,7 @@ class _Call:
         if scope.timeout is not None:
             kwargs.setdefault("timeout", scope.timeout)
         kwargs.setdefault("caching", False)
-        route = scope.hooks.get("route")
-        if route is not None:
-            kwargs = route(kwargs)
+        kwargs = _runtime.prepare(kwargs)
         return cls(model=model, kwargs=kwargs)
 
 

@@ -7,21 +7,29 @@ that uses no harness feature pays almost nothing for the plugin.
 
 from __future__ import annotations
 
+import sys
+import uuid
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_harness import settings as _settings
+from pytest_harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from pytest_harness._runtime import Scope
+    from pytest_harness._runtime import CallHook, Scope
+    from pytest_harness.netguard import NetworkGuard
+    from pytest_harness.recording import CassetteSlot
 
 SETTINGS = pytest.StashKey["_settings.Settings"]()
 SCOPE = pytest.StashKey["Scope"]()
 
-_LATER = " (takes effect once cassettes land; accepted now so configs need not change)"
+RUN_ID = pytest.StashKey[str]()
+FAILED = pytest.StashKey[bool]()
+SLOT: pytest.StashKey[CassetteSlot | None] = pytest.StashKey()
+GUARD: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,14 +38,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--harness-live",
         action="store_true",
         default=False,
-        help="record model traffic from scratch: real calls, cassettes replaced" + _LATER,
+        help="record model traffic from scratch: real calls; each test's cassette is replaced "
+        "by what it recorded (written only if the test passed)",
     )
     group.addoption(
         "--harness-record",
         choices=_settings.RECORD_MODES,
         default=None,
-        help="cassette mode: none = replay only (default), new = record missing requests, "
-        "all = same as --harness-live" + _LATER,
+        help="cassette mode: none = replay only, offline (default); new = keep recordings and "
+        "record missing requests; all = same as --harness-live",
     )
     group.addoption(
         "--harness-model",
@@ -60,6 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("harness_model", "litellm model name that replaces every model call's model")
     parser.addini(
+        "harness_record",
+        "cassette mode when the command line gives none: none (default), new or all",
+        default="none",
+    )
+    parser.addini(
         "harness_degenerate",
         "on an empty, think-only or interrupted model response: fail (default), warn or off",
         default="fail",
@@ -73,16 +87,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "harness_allow_hosts",
-        "hosts tests may still connect to in replay mode, one per line",
+        "hosts tests may still connect to in replay mode, one per line (loopback included)",
         type="linelist",
     )
+    parser.addini(
+        "harness_match_ignore",
+        "dotted JSON body fields left out of cassette matching, one per line",
+        type="linelist",
+    )
+    for what in ("headers", "query", "body_fields"):
+        parser.addini(
+            f"harness_redact_{what}",
+            f"extra request {what.replace('_', ' ')} redacted before cassettes are saved",
+            type="linelist",
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "harness(cassette=None, degenerate=None, model=None, timeout=None): per-test harness "
-        "settings: cassette name, degenerate policy (fail/warn/off), model, call timeout",
+        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None): "
+        "per-test harness settings: cassette name (False: none), degenerate policy "
+        "(fail/warn/off), model, record mode (none/new/all), call timeout",
     )
     config.addinivalue_line(
         "markers",
@@ -96,6 +122,22 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
     config.stash[SETTINGS] = resolved
+    # One id per recording run, shared with xdist workers: cassettes shared by several tests
+    # collect all of this run's interactions instead of the last test's share.
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else uuid.uuid4().hex
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: hand the run id to each worker."""
+    node.workerinput["harness_run_id"] = node.config.stash[RUN_ID]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recording = sys.modules.get("pytest_harness.recording")
+    if recording is not None:
+        recording.stop_local_server()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -121,8 +163,45 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    with _in_scope(item):
-        return (yield)
+    try:
+        with _in_scope(item):
+            return (yield)
+    finally:
+        _finish_recording(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    guard = item.stash.get(GUARD, None)
+    if call.when == "call" and guard is not None and guard.blocked and report.passed:
+        # The test passed although a connection was refused (a library swallowed the error).
+        report.outcome = "failed"
+        report.longrepr = (
+            "pytest-harness blocked network connections in replay mode: "
+            + ", ".join(guard.blocked)
+            + ". Record the test with --harness-live, or allow the hosts with harness_allow_hosts."
+        )
+    return report
+
+
+def _finish_recording(item: pytest.Item) -> None:
+    guard = item.stash.get(GUARD, None)
+    if guard is not None:
+        guard.uninstall()
+    slot = item.stash.get(SLOT, None)
+    if slot is not None:
+        settings = item.config.stash[SETTINGS]
+        failed = item.stash.get(FAILED, False)
+        try:
+            slot.close(keep=not failed or settings.record_failed)
+        except HarnessError as error:
+            # No traceback: its frames would show the secret values the scan looked for.
+            pytest.fail(f"{type(error).__name__}: {error}", pytrace=False)
 
 
 @contextmanager
@@ -155,4 +234,46 @@ def _scope_for(item: pytest.Item) -> Scope:
         model=test.model,
         timeout=test.timeout,
         test_id=item.nodeid,
+        call_hooks=_call_hooks(item, session, test),
+    )
+
+
+def _call_hooks(
+    item: pytest.Item, session: _settings.Settings, test: _settings.TestSettings
+) -> tuple[CallHook, ...]:
+    """The local-model route, then the test's cassette (unless ``cassette=False``)."""
+    from pytest_harness import recording
+    from pytest_harness.netguard import NetworkGuard
+    from pytest_harness.scrub import Redaction
+
+    guard = None if test.record != "none" else NetworkGuard(session.allow_hosts)
+    item.stash[GUARD] = guard
+    if guard is not None and _uses_harness(item):
+        guard.install()  # the whole test is offline, not only from its first model call on
+    hooks: list[CallHook] = [recording.LocalRoute(live=test.record != "none")]
+    slot = None
+    if test.cassette is not False:
+        name = test.cassette if isinstance(test.cassette, str) else None
+        slot = recording.CassetteSlot(
+            path=recording.cassette_path(session.cassette_dir, item.nodeid, name),
+            mode=test.record,
+            nodeid=item.nodeid,
+            run_id=item.config.stash[RUN_ID],
+            ignore=session.match_ignore,
+            redaction=Redaction.with_extra(
+                headers=session.redact_headers,
+                query=session.redact_query,
+                body_fields=session.redact_body_fields,
+            ),
+            guard=guard,
+        )
+        hooks.append(slot)
+    item.stash[SLOT] = slot
+    return tuple(hooks)
+
+
+def _uses_harness(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("harness") is not None or any(
+        name.startswith("harness") for name in names
     )

@@ -16,7 +16,7 @@ from pytest_harness.errors import ConfigError
 RecordMode: TypeAlias = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
 DEGENERATE_MODES = ("fail", "warn", "off")
-MARKER_ARGS = ("cassette", "degenerate", "model", "timeout")
+MARKER_ARGS = ("cassette", "degenerate", "model", "record", "timeout")
 LOCAL_MODEL = "local"
 
 
@@ -25,7 +25,10 @@ class Settings:
     """The session's harness settings.
 
     Attributes:
-        record: ``none`` replays only, ``new`` records what is missing, ``all`` re-records.
+        record: ``none`` replays only, ``new`` records what is missing, ``all`` re-records
+            (``harness_record`` ini, unless the command line gave one).
+        record_from_cli: whether ``record`` came from the command line (then markers can't
+            change it).
         model: replaces every call's model (``--harness-model`` / ``harness_model``).
         model_from_cli: whether ``model`` came from the command line (then markers can't
             change it).
@@ -35,10 +38,15 @@ class Settings:
         timeout: per-call HTTP timeout in seconds, or None for the provider default.
         record_failed: write a test's cassette even when the test failed while recording.
         allow_hosts: hosts replay may still connect to.
+        match_ignore: dotted JSON body fields left out of request matching.
+        redact_headers: extra request headers to redact.
+        redact_query: extra query parameters to redact.
+        redact_body_fields: dotted JSON body fields to redact.
         verbose: pytest's verbosity.
     """
 
     record: RecordMode = "none"
+    record_from_cli: bool = False
     model: str | None = None
     model_from_cli: bool = False
     report: str | None = None
@@ -47,18 +55,19 @@ class Settings:
     timeout: float | None = None
     record_failed: bool = False
     allow_hosts: tuple[str, ...] = ()
+    match_ignore: tuple[str, ...] = ()
+    redact_headers: tuple[str, ...] = ()
+    redact_query: tuple[str, ...] = ()
+    redact_body_fields: tuple[str, ...] = ()
     verbose: int = 0
-
-    @property
-    def live(self) -> bool:
-        return self.record != "none"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TestSettings:
     """One test's settings: the session's, with its ``harness`` marker applied."""
 
-    cassette: str | None
+    record: RecordMode
+    cassette: str | bool | None
     degenerate: str
     model: str | None
     timeout: float | None
@@ -73,14 +82,16 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         rootdir: where a relative ``harness_cassette_dir`` is anchored.
         verbose: ``config.option.verbose``.
     """
-    record = _record_mode(options.harness_live, options.harness_record)
+    cli_record = _record_mode(options.harness_live, options.harness_record)
+    record = cli_record or _choice("harness_record", ini("harness_record") or "none", RECORD_MODES)
     cli_model = options.harness_model
     model = cli_model or ini("harness_model") or None
     degenerate = _choice(
         "harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES
     )
     return Settings(
-        record=record,
+        record=record,  # type: ignore[arg-type]
+        record_from_cli=cli_record is not None,
         model=model,
         model_from_cli=bool(cli_model),
         report=options.harness_report,
@@ -89,6 +100,10 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         timeout=_seconds("harness_timeout", ini("harness_timeout")),
         record_failed=_flag("harness_record_failed", ini("harness_record_failed")),
         allow_hosts=tuple(ini("harness_allow_hosts") or ()),
+        match_ignore=tuple(ini("harness_match_ignore") or ()),
+        redact_headers=tuple(ini("harness_redact_headers") or ()),
+        redact_query=tuple(ini("harness_redact_query") or ()),
+        redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
         verbose=verbose,
     )
 
@@ -110,16 +125,21 @@ def for_test(
             f"expected some of: {', '.join(MARKER_ARGS)}."
         )
     cassette = marker_kwargs.get("cassette")
-    if cassette is not None and (not isinstance(cassette, str) or not cassette.strip()):
+    if cassette not in (None, False) and (not isinstance(cassette, str) or not cassette.strip()):
         raise ConfigError(
-            f"@pytest.mark.harness(cassette=...) expects a non-empty str, got {cassette!r}."
+            "@pytest.mark.harness(cassette=...) expects a non-empty str (a cassette name) or "
+            f"False (no cassette: the test talks to its endpoints directly), got {cassette!r}."
         )
     model = marker_kwargs.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
     degenerate = marker_kwargs.get("degenerate", settings.degenerate)
     timeout = marker_kwargs.get("timeout")
+    record = settings.record
+    if not settings.record_from_cli and "record" in marker_kwargs:
+        record = _choice("@pytest.mark.harness(record=...)", marker_kwargs["record"], RECORD_MODES)  # type: ignore[assignment]
     return TestSettings(
+        record=record,
         cassette=cassette,
         degenerate=_choice("@pytest.mark.harness(degenerate=...)", degenerate, DEGENERATE_MODES),
         model=settings.model if settings.model_from_cli else (model or settings.model),
@@ -129,14 +149,18 @@ def for_test(
     )
 
 
-def _record_mode(live: bool, record: str | None) -> RecordMode:
+def _record_mode(live: bool, record: str | None) -> RecordMode | None:
+    """The command line's record mode, or None when it gave none."""
     if live and record not in (None, "all"):
         raise ConfigError(
             f"--harness-live records everything from scratch (record mode 'all') but "
             f"--harness-record={record} was also given; pass one of them."
         )
-    mode = "all" if live else (record or "none")
-    return _choice("--harness-record", mode, RECORD_MODES)  # type: ignore[return-value]
+    if live:
+        return "all"
+    if record is None:
+        return None
+    return _choice("--harness-record", record, RECORD_MODES)  # type: ignore[return-value]
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:

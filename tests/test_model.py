@@ -19,6 +19,9 @@ from pytest_harness import (
 )
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
+# These tests talk to the loopback server itself, not to cassettes.
+pytestmark = pytest.mark.harness(cassette=False)
+
 
 def call(server: LoopbackServer, mode: str, **kwargs: object) -> ModelResponse:
     """Make one call in the given mode: sync, async, stream or astream."""

@@ -32,7 +32,8 @@ def test_markers_are_listed(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(
         [
-            "@pytest.mark.harness(cassette=None, degenerate=None, model=None, timeout=None):*",
+            "@pytest.mark.harness(cassette=None, degenerate=None, model=None, record=None, "
+            "timeout=None):*",
             "@pytest.mark.scenarios(team, input, limit=None):*",
         ]
     )
@@ -75,6 +76,9 @@ def test_litellm_is_not_imported_by_a_suite_that_uses_no_harness_feature(
     result.stdout.fnmatch_lines(["*HEAVY: none"])
 
 
+ALLOW = "[pytest]\nharness_allow_hosts = 127.0.0.1\n"
+
+
 @pytest.fixture
 def suite(pytester: pytest.Pytester, server: LoopbackServer) -> pytest.Pytester:
     """A suite whose tests call the loopback server through the model seam.
@@ -82,10 +86,15 @@ def suite(pytester: pytest.Pytester, server: LoopbackServer) -> pytest.Pytester:
     Run it with ``runpytest_subprocess``: pytester's in-process runs forget the modules
     imported inside them, and litellm and openai do not survive being imported twice.
     """
+    pytester.makeini(ALLOW)
     pytester.makeconftest(
         f"""
         import pytest
         from pytest_harness import complete
+
+        def pytest_collection_modifyitems(items):
+            for item in items:  # talk to the loopback server directly, without cassettes
+                item.add_marker(pytest.mark.harness(cassette=False))
 
         @pytest.fixture
         def ask():
@@ -130,7 +139,7 @@ def test_degenerate_fail_is_the_default(suite: pytest.Pytester, server: Loopback
 
 def test_degenerate_warn_from_ini(suite: pytest.Pytester, server: LoopbackServer) -> None:
     server.handler = lambda body: Reply(content="")
-    suite.makeini("[pytest]\nharness_degenerate = warn\n")
+    suite.makeini(ALLOW + "harness_degenerate = warn\n")
     suite.makepyfile(DEGENERATE_TEST)
     result = suite.runpytest_subprocess("-s", "-W", "default")
     result.assert_outcomes(passed=2, warnings=1)
@@ -141,7 +150,7 @@ def test_degenerate_warn_from_ini(suite: pytest.Pytester, server: LoopbackServer
 
 def test_marker_overrides_ini(suite: pytest.Pytester, server: LoopbackServer) -> None:
     server.handler = lambda body: Reply(content="  ")
-    suite.makeini("[pytest]\nharness_degenerate = off\n")
+    suite.makeini(ALLOW + "harness_degenerate = off\n")
     suite.makepyfile(
         """
         import pytest
@@ -163,7 +172,7 @@ def test_marker_overrides_ini(suite: pytest.Pytester, server: LoopbackServer) ->
 def test_model_precedence_cli_then_marker_then_ini(
     suite: pytest.Pytester, server: LoopbackServer
 ) -> None:
-    suite.makeini("[pytest]\nharness_model = openai/from-ini\n")
+    suite.makeini(ALLOW + "harness_model = openai/from-ini\n")
     suite.makepyfile(
         """
         import pytest
@@ -190,9 +199,10 @@ def test_model_precedence_cli_then_marker_then_ini(
     ("marker", "message"),
     [
         ('harness(cassete="x")', "harness got unknown argument(s) cassete; expected*cassette,*"),
+        ('harness(record="sometimes")', "harness(record=...) expects one of none, new, all*"),
         ('harness("x")', "harness takes keyword arguments only*got positional ('x',)*"),
         ('harness(degenerate="loud")', "harness(degenerate=...) expects one of*got 'loud'."),
-        ("harness(cassette=3)", "harness(cassette=...) expects a non-empty str, got 3."),
+        ("harness(cassette=3)", "harness(cassette=...) expects a non-empty str*got 3."),
         ('harness(timeout="soon")', "harness(timeout=...) expects a positive number of*"),
     ],
 )

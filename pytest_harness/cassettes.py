@@ -1,0 +1,309 @@
+"""vcrpy glue: an indexed cassette, a fast readable file format, durable merged writes.
+
+- ``HarnessCassette`` is a vcrpy ``Cassette`` whose lookup is a dict keyed by the canonical
+  request (``matching.request_key``), not vcrpy's scan of every recording with every
+  matcher: replay costs the same at 10 and at 1,000 interactions. Identical requests replay
+  in recorded order. A miss in replay raises ``CassetteMiss`` with a body diff.
+- Files are JSON, indented, one field per line (JSON is YAML, so the ``.yaml`` name holds):
+  ``json`` loads 1,000 interactions in milliseconds where PyYAML takes a third of a second.
+  A hand-edited file in YAML syntax still loads, through PyYAML's C loader.
+- Writes are atomic (temporary file in the same folder, then ``os.replace``), scanned for
+  secrets first, and merged under a file lock: every test of one recording run that shares
+  a cassette adds to it, also from other xdist workers; a new run replaces it.
+
+This module imports vcrpy and is itself imported only when a test first calls a model.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import vcr.filters
+from filelock import FileLock
+from vcr.cassette import Cassette
+from vcr.patch import CassettePatcherBuilder
+from vcr.persisters.filesystem import CassetteNotFoundError
+from vcr.record_mode import RecordMode
+from vcr.request import Request
+
+from pytest_harness import matching, scrub
+from pytest_harness.errors import CassetteError, CassetteMiss
+
+FORMAT_VERSION = 1
+_RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
+
+
+class HarnessCassette(Cassette):  # type: ignore[misc]
+    """A vcrpy cassette with an index on the canonical request.
+
+    Args:
+        path: the cassette file.
+        mode: ``none``, ``new`` or ``all``.
+        ignore: dotted body fields left out of matching.
+        redaction: what to redact from requests and responses.
+        rerecord_hint: the command that records this test, for miss messages.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: str,
+        ignore: Sequence[str],
+        redaction: scrub.Redaction,
+        rerecord_hint: str,
+    ) -> None:
+        self._ignore = tuple(ignore)
+        self._index: dict[matching.RequestKey, list[int]] = {}
+        self._hint = rerecord_hint
+        super().__init__(
+            path,
+            persister=_Persister,
+            record_mode=_RECORD_MODES[mode],
+            before_record_request=lambda request: scrub.redact_request(request, redaction),
+            before_record_response=lambda response: scrub.redact_response(
+                vcr.filters.decode_response(response), redaction
+            ),
+        )
+
+    def key(self, request: Any) -> matching.RequestKey:
+        return matching.request_key(request.method, request.uri, request.body, self._ignore)
+
+    def append(self, request: Any, response: Any) -> None:
+        before = len(self.data)
+        super().append(request, response)
+        if len(self.data) > before:
+            self._remember(before)
+
+    def _remember(self, index: int) -> None:
+        self._index.setdefault(self.key(self.data[index][0]), []).append(index)
+
+    def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
+        request = self._before_record_request(request)
+        if not request:
+            return
+        for index in self._index.get(self.key(request), ()):
+            yield index, self.data[index][1]
+
+    def can_play_response_for(self, request: Any) -> bool:
+        if super().can_play_response_for(request):
+            return True
+        if self.write_protected:
+            raise CassetteMiss(self.miss_message(request))
+        return False
+
+    def miss_message(self, request: Any) -> str:
+        """What a replay miss says: the file, the request, the closest recording, the fix."""
+        key = self.key(self._before_record_request(request))
+        lines = [
+            f"no recording in {self._path} matches this request:",
+            _indent(matching.describe(key)),
+        ]
+        recorded = [self.key(stored) for stored, _ in self.data]
+        if key in self._index:
+            count = len(self._index[key])
+            lines.append(f"it was recorded {count} time(s) and every recording is already used.")
+        elif not recorded:
+            lines.append("the cassette has no recordings (the file is missing or empty).")
+        else:
+            nearest = matching.closest(key, recorded)
+            assert nearest is not None  # recorded is not empty
+            lines += ["closest recorded request:", _indent(matching.diff(nearest, key))]
+        lines.append(self._hint)
+        return "\n".join(lines)
+
+    def _load(self) -> None:
+        if self.record_mode == RecordMode.ALL:
+            return  # re-recording from scratch: the old file is neither needed nor trusted
+        try:
+            requests, responses, metadata = _Persister.load(Path(self._path))
+        except CassetteNotFoundError:
+            return
+        for request, response in zip(requests, responses, strict=True):
+            # The redaction filters also run on load: they are idempotent.
+            self.data.append(
+                (self._before_record_request(request), self._before_record_response(response))
+            )
+            self._remember(len(self.data) - 1)
+        self._old_interactions = list(self.data)
+        self._loaded_count = len(self.data)
+        self._metadata = metadata
+        self.rewound = True
+
+    def _save(self, force: bool = False) -> None:
+        """Saving is explicit (``save_recordings``), once the test's outcome is known."""
+
+    @property
+    def recorded_now(self) -> list[tuple[Any, Any]]:
+        return list(self.data[self._loaded_count :])
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+@contextlib.contextmanager
+def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
+    """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers)."""
+    with contextlib.ExitStack() as stack:
+        for patcher in CassettePatcherBuilder(cassette).build():
+            stack.enter_context(patcher)
+        yield cassette
+
+
+def save_recordings(
+    cassette: HarnessCassette, *, mode: str, run_id: str, secrets: Sequence[str]
+) -> bool:
+    """Write what ``cassette`` recorded during this test; return whether a file was written.
+
+    ``all``: the file holds what this recording run recorded into it (the earlier tests of
+    the run that share it, then this one). ``new``: the file keeps what it had and gains the
+    new interactions. Raises CassetteError when a secret is found; nothing is written then.
+    """
+    new = [_dump_interaction(request, response) for request, response in cassette.recorded_now]
+    if not new:
+        return False
+    path = Path(cassette._path)
+    with FileLock(_lock_path(path)):
+        kept: list[Any] = []
+        if path.exists():
+            current = _read(path)
+            same_run = current.get("metadata", {}).get("run") == run_id
+            if mode != "all" or same_run:
+                kept = list(current.get("interactions", []))
+        data = {"version": FORMAT_VERSION, "metadata": {"run": run_id}, "interactions": kept + new}
+        scrub.check_before_write(data, secrets, str(path))
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return True
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _lock_path(path: Path) -> str:
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / "pytest-harness-locks"
+    folder.mkdir(exist_ok=True)
+    return str(folder / f"{digest}.lock")
+
+
+def _dump_interaction(request: Any, response: Mapping[str, Any]) -> dict[str, Any]:
+    raw = request._to_dict()
+    raw["body"] = _text_or_base64(raw["body"])
+    body = _text_or_base64((response.get("body") or {}).get("string"))
+    shown = body if isinstance(body, dict) else {"string": body or ""}
+    return {"request": raw, "response": {**response, "body": shown}}
+
+
+def _text_or_base64(data: bytes | str | None) -> str | dict[str, str] | None:
+    if data is None or isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """Parse a cassette file: JSON first (fast), YAML for hand-edited files."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CassetteError(f"cassette {path} is not UTF-8 text ({error}).") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        data = _yaml_or_fail(path, text, error)
+    if not isinstance(data, dict) or not isinstance(data.get("interactions", []), list):
+        raise CassetteError(
+            f"cassette {path} is not a cassette: expected a mapping with 'interactions'. "
+            "Delete it and re-record with --harness-live."
+        )
+    return data
+
+
+def _yaml_or_fail(path: Path, text: str, json_error: ValueError) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        line: object
+        problem: object
+        if text.lstrip().startswith("{") and isinstance(json_error, json.JSONDecodeError):
+            line, problem = json_error.lineno, json_error.msg  # JSON-style file: JSON's account
+        else:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark else "?"
+            problem = getattr(error, "problem", None) or error
+        raise CassetteError(
+            f"cassette {path} does not parse, line {line}: {problem}. "
+            "Fix the file, or delete it and re-record the test with --harness-live."
+        ) from None
+
+
+def _load_request(raw: Mapping[str, Any]) -> Any:
+    body = raw.get("body")
+    if isinstance(body, dict):
+        body = base64.b64decode(body.get("base64", ""))
+    elif isinstance(body, str):
+        body = body.encode("utf-8")
+    return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
+
+
+def _load_response(raw: Mapping[str, Any]) -> dict[str, Any]:
+    body = raw.get("body") or {}
+    if "base64" in body:
+        content = base64.b64decode(body["base64"])
+    else:
+        content = str(body.get("string", "")).encode("utf-8")
+    return {**raw, "body": {"string": content}}
+
+
+class _Persister:
+    """Loads cassettes for ``HarnessCassette`` (saving goes through ``save_recordings``)."""
+
+    @staticmethod
+    def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
+        if not path.is_file():
+            raise CassetteNotFoundError()
+        data = _read(path)
+        if not data:
+            raise CassetteNotFoundError()
+        try:
+            interactions = data.get("interactions", [])
+            requests = [_load_request(i["request"]) for i in interactions]
+            responses = [_load_response(i["response"]) for i in interactions]
+        except (KeyError, TypeError, ValueError) as error:
+            raise CassetteError(
+                f"cassette {path} has a malformed interaction ({type(error).__name__}: {error}). "
+                "Delete it and re-record the test with --harness-live."
+            ) from None
+        return requests, responses, dict(data.get("metadata") or {})
+
+    @staticmethod
+    def save_cassette(path: Any, cassette_dict: Any, serializer: Any) -> None:
+        raise CassetteError("cassettes are written by save_recordings, not by vcrpy")

@@ -1,0 +1,462 @@
+"""Cassettes end to end: real pytest runs that record from a loopback server and replay.
+
+The runs are in-process, with litellm and vcrpy imported beforehand (pytester forgets the
+modules an in-process run imports, and litellm does not survive a second import).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_harness.testing import LoopbackServer, Reply
+
+CONFTEST = """
+import pytest
+from pytest_harness import complete, acomplete
+
+URL = "{url}"
+
+@pytest.fixture
+def ask():
+    def ask(prompt="hi", **params):
+        return complete(prompt, model="openai/loopback", api_base=URL,
+                        api_key="loopback-not-a-secret", **params)
+    return ask
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _heavy_imports_first() -> None:
+    from pytest_harness import cassettes, model
+
+    model._lib()
+    assert cassettes.HarnessCassette
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, server: LoopbackServer) -> pytest.Pytester:
+    """A project whose tests call the loopback server through the seam (and its cassettes)."""
+    pytester.makeconftest(CONFTEST.format(url=server.url))
+    pytester.makeini("[pytest]\n")
+    return pytester
+
+
+def run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
+    if "-n" in args:
+        return suite.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return suite.runpytest("-p", "no:cacheprovider", *args)
+
+
+def cassette(suite: pytest.Pytester, relative: str) -> dict:
+    return json.loads((suite.path / "cassettes" / relative).read_text())
+
+
+def bodies(data: dict) -> list[str]:
+    return [i["response"]["body"]["string"] for i in data["interactions"]]
+
+
+SIMPLE = """
+def test_capital(ask):
+    assert ask("Capital of France?").text == "Paris"
+"""
+
+
+def test_record_then_replay_offline(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    server.queue(Reply(content="Paris"))
+    suite.makepyfile(test_geo=SIMPLE)
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+
+    data = cassette(suite, "test_geo/test_capital.yaml")
+    (interaction,) = data["interactions"]
+    assert json.loads(interaction["request"]["body"])["messages"][0]["content"] == (
+        "Capital of France?"
+    )
+    assert '"Paris"' in interaction["response"]["body"]["string"]  # readable, not !!binary
+    assert interaction["request"]["headers"]["authorization"] == ["REDACTED"]
+
+    run(suite).assert_outcomes(passed=1)
+    assert len(server.requests) == 1  # replayed: the server saw nothing new
+
+
+def test_replay_without_recording_is_a_cassette_miss(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_geo="""
+        import time
+        import pytest
+        from pytest_harness import CassetteMiss
+
+        def test_capital(ask):
+            with pytest.raises(CassetteMiss):
+                ask("Capital of France?")  # the first call also imports litellm
+            started = time.perf_counter()
+            with pytest.raises(CassetteMiss) as caught:
+                ask("Capital of France?")
+            assert time.perf_counter() - started < 1.0  # no retries hiding the miss
+            raise caught.value
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteMiss: no recording in *cassettes/test_geo/test_capital.yaml matches*",
+            "*POST http://loopback/v1/chat/completions",
+            "*model: loopback",
+            "*user: Capital of France?",
+            "*the cassette has no recordings*",
+            "*To record it: pytest 'test_geo.py::test_capital' --harness-record=new*",
+        ]
+    )
+
+
+def test_miss_shows_a_diff_against_the_closest_recording(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    suite.makepyfile(test_geo=SIMPLE)
+    server.queue(Reply(content="Paris"))
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    suite.makepyfile(test_geo=SIMPLE.replace("Capital of France?", "Capital of Spain?"))
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*closest recorded request:",
+            "*--- recorded request",
+            "*+++ this request",
+            '*-*"content": "Capital of France?",',
+            '*+*"content": "Capital of Spain?",',
+            "*--harness-live (re-records the cassette from scratch)*",
+        ]
+    )
+
+
+def test_live_replaces_the_cassette_with_what_the_run_did(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content=body["messages"][-1]["content"].upper())
+    suite.makepyfile(test_two="def test_x(ask):\n    ask('one')\n    ask('two')\n")
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    assert len(cassette(suite, "test_two/test_x.yaml")["interactions"]) == 2
+
+    suite.makepyfile(test_two="def test_x(ask):\n    ask('two')\n")
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    (only,) = cassette(suite, "test_two/test_x.yaml")["interactions"]
+    assert "TWO" in only["response"]["body"]["string"]  # no stale interaction survived
+
+
+def test_failed_test_keeps_the_old_cassette(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    server.handler = lambda body: Reply(content="Paris")
+    suite.makepyfile(test_geo=SIMPLE)
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    path = suite.path / "cassettes/test_geo/test_capital.yaml"
+    before = path.read_bytes()
+
+    server.handler = lambda body: Reply(content="Lyon")
+    run(suite, "--harness-live").assert_outcomes(failed=1)
+    assert path.read_bytes() == before
+
+    suite.makeini("[pytest]\nharness_record_failed = true\n")
+    run(suite, "--harness-live").assert_outcomes(failed=1)
+    assert "Lyon" in bodies(cassette(suite, "test_geo/test_capital.yaml"))[0]
+
+
+def test_record_new_keeps_recordings_and_adds_missing(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content=body["messages"][-1]["content"] + "!")
+    suite.makepyfile(test_n="def test_x(ask):\n    ask('one')\n")
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    suite.makepyfile(test_n="def test_x(ask):\n    ask('one')\n    ask('two')\n")
+    run(suite, "--harness-record=new").assert_outcomes(passed=1)
+    assert len(server.requests) == 2  # 'one' replayed, 'two' recorded
+    assert [
+        json.loads(b)["choices"][0]["message"]["content"]
+        for b in bodies(cassette(suite, "test_n/test_x.yaml"))
+    ] == ["one!", "two!"]
+    run(suite).assert_outcomes(passed=1)
+
+
+def test_command_line_wins_over_marker_and_ini(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    suite.makeini("[pytest]\nharness_record = all\n")
+    suite.makepyfile(
+        test_m="""
+        import pytest
+
+        def test_ini(ask):
+            ask("a")
+
+        @pytest.mark.harness(record="none")
+        def test_marker(ask):
+            ask("b")
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)  # ini records test_ini; the marker replays
+    result.stdout.fnmatch_lines(["FAILED test_m.py::test_marker - pytest_harness.errors.Cas*"])
+    assert len(server.requests) == 1
+
+    run(suite, "--harness-record=none").assert_outcomes(passed=1, failed=1)
+    assert len(server.requests) == 1  # the command line replayed both
+    run(suite, "--harness-live").assert_outcomes(passed=2)
+    assert len(server.requests) == 3  # and here recorded both, the marker notwithstanding
+
+
+def test_naming_params_classes_and_shared_cassettes(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    suite.makepyfile(
+        **{
+            "sub/test_names": """
+            import pytest
+
+            @pytest.mark.parametrize("city", ["Paris", "New York/NY"])
+            def test_param(ask, city):
+                ask(city)
+
+            class TestGroup:
+                def test_method(self, ask):
+                    ask("method")
+
+            @pytest.mark.harness(cassette="shared/geo")
+            def test_first(ask):
+                ask("first")
+
+            @pytest.mark.harness(cassette="shared/geo")
+            def test_second(ask):
+                ask("second")
+            """
+        }
+    )
+    run(suite, "--harness-live").assert_outcomes(passed=5)
+    root = suite.path / "cassettes"
+    names = sorted(str(p.relative_to(root)) for p in root.rglob("*.yaml"))
+    assert names == [
+        "shared/geo.yaml",
+        "sub/test_names/TestGroup.test_method.yaml",
+        "sub/test_names/test_param_New_York_NY.yaml",
+        "sub/test_names/test_param_Paris.yaml",
+    ]
+    shared = [
+        json.loads(i["request"]["body"])["messages"][0]["content"]
+        for i in cassette(suite, "shared/geo.yaml")["interactions"]
+    ]
+    assert shared == ["first", "second"]
+    run(suite).assert_outcomes(passed=5)
+
+
+def test_identical_requests_replay_in_recorded_order(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.queue(Reply(content="first"), Reply(content="second"))
+    suite.makepyfile(
+        test_o="""
+        def test_order(ask):
+            assert [ask("same").text, ask("same").text] == ["first", "second"]
+        """
+    )
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    run(suite).assert_outcomes(passed=1)
+    assert len(server.requests) == 2
+
+
+def test_streaming_replays_the_same_text(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    server.queue(Reply(content="streamed words arrive here"))
+    suite.makepyfile(
+        test_s="""
+        import json, pathlib
+
+        def test_stream(ask):
+            tokens = []
+            response = ask("go", stream=True, on_token=tokens.append)
+            assert response.text and "".join(tokens) == response.content
+            out = pathlib.Path("seen.json")
+            seen = json.loads(out.read_text()) if out.exists() else []
+            out.write_text(json.dumps(seen + [response.content]))
+        """
+    )
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    run(suite).assert_outcomes(passed=1)
+    seen = json.loads((suite.path / "seen.json").read_text())
+    assert seen == ["streamed words arrive here"] * 2
+
+
+def test_volatile_body_fields_are_ignored_when_listed(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    suite.makeini("[pytest]\nharness_match_ignore =\n    user\n    metadata.trace\n")
+    suite.makepyfile(
+        test_v="""
+        import os
+
+        def test_v(ask):
+            run = os.environ["RUN"]
+            assert ask("x", user=run, metadata={"trace": run, "keep": 1}).text == "ok"
+        """
+    )
+    run_live = suite.runpytest_subprocess
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUN", "first")
+        run_live("--harness-live").assert_outcomes(passed=1)
+        mp.setenv("RUN", "second")
+        run(suite).assert_outcomes(passed=1)
+
+
+def test_corrupt_cassette_errors_that_test_only(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_c="""
+        def test_broken(ask):
+            ask()
+
+        def test_fine():
+            pass
+        """
+    )
+    broken = suite.path / "cassettes/test_c/test_broken.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"interactions": [\n  {"request": \n  oops\n')
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*CassetteError: cassette *test_broken.yaml does not parse, line 3*"]
+    )
+
+
+def test_secret_in_a_recording_aborts_the_write(
+    suite: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "zq7Vb3xK9mP2wL5tR8nY4cH6"
+    monkeypatch.setenv("ACME_SERVICE_TOKEN", secret)
+    server.queue(Reply(content=f"your token is {secret}"))
+    suite.makepyfile(test_geo="def test_leak(ask):\n    ask()\n")
+    result = run(suite, "--harness-live")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteError: refusing to write cassette *test_leak.yaml: *nothing was written.",
+            "*- interactions[[]0[]].response.body: secret value, zq7V*",
+        ]
+    )
+    assert secret not in result.stdout.str()
+    assert not (suite.path / "cassettes/test_geo").exists() or not list(
+        (suite.path / "cassettes/test_geo").iterdir()
+    )
+
+
+def test_a_crash_between_write_and_replace_keeps_the_old_cassette(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content="Paris")
+    suite.makepyfile(test_geo=SIMPLE)
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    path = suite.path / "cassettes/test_geo/test_capital.yaml"
+    before = path.read_bytes()
+
+    suite.makeconftest(
+        CONFTEST.format(url=server.url)
+        + "\nimport os\nos.replace = lambda src, dst: os._exit(3)  # killed mid-write\n"
+    )
+    server.handler = lambda body: Reply(content="Paris")
+    result = suite.runpytest_subprocess("--harness-live")  # it dies: not in-process
+    assert result.ret == 3
+    assert path.read_bytes() == before  # the old cassette, whole
+    leftovers = [p.name for p in path.parent.iterdir() if p != path]
+    assert leftovers
+    assert all(name.endswith(".tmp") for name in leftovers)
+
+    suite.makeconftest(CONFTEST.format(url=server.url))
+    run(suite).assert_outcomes(passed=1)  # the temporary file is ignored
+
+
+NETWORK = """
+import urllib.request
+import pytest
+
+URL = "{url}/models"
+
+@pytest.mark.harness
+def test_direct_call():
+    urllib.request.urlopen(URL, timeout=5).read()
+
+@pytest.mark.harness
+def test_swallowed():
+    try:
+        urllib.request.urlopen(URL, timeout=5).read()
+    except Exception:
+        pass
+"""
+
+
+def test_network_guard_blocks_replay_mode(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    suite.makepyfile(test_net=NETWORK.format(url=server.url))
+    result = run(suite)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*NetworkBlocked: pytest-harness blocked a connection to 127.0.0.1:*",
+            "*blocked network connections in replay mode: 127.0.0.1:*",
+        ]
+    )
+    assert server.requests == []
+
+    run(suite, "--harness-live").assert_outcomes(passed=2)  # off while recording
+    suite.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+    run(suite).assert_outcomes(passed=2)  # loopback by opt-in
+
+
+def test_xdist_records_a_shared_cassette_from_two_workers(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content="w", delay=0.2)
+    tests = "\n".join(
+        f"@pytest.mark.harness(cassette='shared')\ndef test_{i}(ask):\n    ask('{i}')\n"
+        for i in range(6)
+    )
+    suite.makepyfile(test_x="import pytest\n\n" + tests)
+    run(suite, "-n", "2", "--harness-live").assert_outcomes(passed=6)
+    prompts = sorted(
+        json.loads(i["request"]["body"])["messages"][0]["content"]
+        for i in cassette(suite, "shared.yaml")["interactions"]
+    )
+    assert prompts == [str(i) for i in range(6)]
+    run(suite, "-n", "2").assert_outcomes(passed=6)
+    assert len(server.requests) == 6
+
+
+def test_cassette_false_skips_recording(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    suite.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+    suite.makepyfile(
+        test_f="""
+        import pytest
+
+        @pytest.mark.harness(cassette=False)
+        def test_direct(ask):
+            assert ask().text == "ok"
+        """
+    )
+    run(suite).assert_outcomes(passed=1)
+    assert len(server.requests) == 1
+    assert not (suite.path / "cassettes").exists()
+
+
+def test_yaml_written_by_hand_still_loads(suite: pytest.Pytester, server: LoopbackServer) -> None:
+    server.queue(Reply(content="Paris"))
+    suite.makepyfile(test_geo=SIMPLE)
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    path = suite.path / "cassettes/test_geo/test_capital.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(json.loads(path.read_text()), width=10_000))
+    assert not path.read_text().lstrip().startswith("{")
+    run(suite).assert_outcomes(passed=1)
+
+
+def test_nothing_recorded_for_tests_without_model_calls(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_p="def test_plain():\n    assert True\n")
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    assert not Path(suite.path / "cassettes").exists()

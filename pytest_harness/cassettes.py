@@ -70,7 +70,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             record_mode=_RECORD_MODES[mode],
             before_record_request=lambda request: scrub.redact_request(request, redaction),
             before_record_response=lambda response: scrub.redact_response(
-                vcr.filters.decode_response(response), redaction
+                _decoded(response), redaction
             ),
         )
 
@@ -144,6 +144,14 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     @property
     def recorded_now(self) -> list[tuple[Any, Any]]:
         return list(self.data[self._loaded_count :])
+
+
+def _decoded(response: dict[str, Any]) -> dict[str, Any]:
+    """Decompress a gzip/deflate body (vcrpy's filter deep-copies: only call it when needed)."""
+    headers = response.get("headers") or {}
+    if any(name.lower() == "content-encoding" for name in headers):
+        return dict(vcr.filters.decode_response(response))
+    return response
 
 
 def _indent(text: str) -> str:

@@ -313,7 +313,7 @@ def _from_completion(call: _Call, raw: Any, started: float) -> ModelResponse:
         finish_reason=choices[0].get("finish_reason"),
         interrupted=False,
         usage=usage,
-        cost=_cost(call.model, usage),
+        cost=_cost(call.model, usage, raw),
         model=call.model,
         latency_s=time.perf_counter() - started,
     )
@@ -392,8 +392,16 @@ def _usage(data: Any) -> Usage:
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
-def _cost(model: str, usage: Usage) -> float | None:
-    """USD cost from litellm's price map, or None when the model is not in it."""
+_UNPRICED: set[str] = set()  # models litellm has no price for: don't ask again
+
+
+def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:
+    """USD cost: litellm's own figure for the response, else from its price map, else None."""
+    hidden = getattr(raw, "_hidden_params", None) or {}
+    if isinstance(hidden, Mapping) and isinstance(hidden.get("response_cost"), (int, float)):
+        return float(hidden["response_cost"])
+    if model in _UNPRICED:
+        return None
     try:
         prompt, completion = _lib().cost_per_token(
             model=model,
@@ -401,6 +409,7 @@ def _cost(model: str, usage: Usage) -> float | None:
             completion_tokens=usage.completion_tokens,
         )
     except Exception:  # litellm raises a bare Exception for models it has no price for
+        _UNPRICED.add(model)
         return None
     return float(prompt) + float(completion)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_harness.errors import CassetteError, CassetteMiss, NetworkBlocked
+from pytest_harness.errors import CassetteError, CassetteMiss, ConfigError, NetworkBlocked
 from pytest_harness.netguard import NetworkGuard
 from pytest_harness.scrub import Redaction, secret_values_from_env
 from pytest_harness.settings import LOCAL_MODEL
@@ -29,8 +29,9 @@ def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
     if name is not None:
         relative = Path(name.removesuffix(SUFFIX))
         if relative.is_absolute() or ".." in relative.parts:
-            raise CassetteError(
-                f"cassette name {name!r} must be a relative path inside harness_cassette_dir."
+            raise ConfigError(
+                f"@pytest.mark.harness(cassette={name!r}) must name a relative path inside "
+                "harness_cassette_dir, without '..'."
             )
         return cassette_dir / relative.with_name(relative.name + SUFFIX)
     module, _, test = nodeid.partition("::")

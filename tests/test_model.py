@@ -278,3 +278,11 @@ def test_concurrent_async_calls_run_together(server: LoopbackServer) -> None:
     responses = asyncio.run(panel())
     assert [r.content for r in responses] == ["done"] * 6
     assert time.perf_counter() - started < 6 * 0.3
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cost_of_a_model_litellm_has_a_price_for(server: LoopbackServer, stream: bool) -> None:
+    server.queue(Reply(content="one two three four"))
+    response = complete("hi", model="openai/gpt-4o-mini", stream=stream, **server.params)
+    assert response.cost is not None
+    assert response.cost > 0

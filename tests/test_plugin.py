@@ -200,6 +200,7 @@ def test_model_precedence_cli_then_marker_then_ini(
     [
         ('harness(cassete="x")', "harness got unknown argument(s) cassete; expected*cassette,*"),
         ('harness(record="sometimes")', "harness(record=...) expects one of none, new, all*"),
+        ('harness(cassette="../up")', "harness(cassette='../up') must name a relative path*"),
         ('harness("x")', "harness takes keyword arguments only*got positional ('x',)*"),
         ('harness(degenerate="loud")', "harness(degenerate=...) expects one of*got 'loud'."),
         ("harness(cassette=3)", "harness(cassette=...) expects a non-empty str*got 3."),

@@ -7,8 +7,8 @@ that uses no harness feature pays almost nothing for the plugin.
 
 from __future__ import annotations
 
+import os
 import sys
-import uuid
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -125,7 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
-    config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else uuid.uuid4().hex
+    config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_harness.agent import Agent, Result
     from pytest_harness.errors import (
         AgentTimeout,
         AllAgentsFailed,
@@ -25,9 +26,12 @@ if TYPE_CHECKING:
         ProviderResponseError,
     )
     from pytest_harness.model import ModelResponse, ToolCall, Usage, acomplete, complete
+    from pytest_harness.tribunal import Tribunal
     from pytest_harness.validator import ResponseValidator
+    from pytest_harness.verdicts import Verdict
 
 __all__ = [
+    "Agent",
     "AgentTimeout",
     "AllAgentsFailed",
     "CassetteError",
@@ -42,8 +46,11 @@ __all__ = [
     "ModelResponse",
     "ProviderResponseError",
     "ResponseValidator",
+    "Result",
     "ToolCall",
+    "Tribunal",
     "Usage",
+    "Verdict",
     "acomplete",
     "complete",
 ]
@@ -68,6 +75,10 @@ _HOME = {
     ),
     **dict.fromkeys(("ModelResponse", "ToolCall", "Usage", "acomplete", "complete"), "model"),
     "ResponseValidator": "validator",
+    "Agent": "agent",
+    "Result": "agent",
+    "Tribunal": "tribunal",
+    "Verdict": "verdicts",
 }
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
 ResponseListener: TypeAlias = Callable[["ModelResponse"], None]
+# Called when a tribunal finishes: the tribunal, and the error it raised (None on a verdict).
+TribunalListener: TypeAlias = Callable[[Any, "BaseException | None"], None]
 
 _VALIDATOR = ResponseValidator()
 
@@ -51,6 +53,7 @@ class Scope:
         timeout: per-call HTTP timeout in seconds, unless the call passes its own.
         test_id: the pytest node id of the running test, for messages.
         listeners: called with every response that passed validation.
+        tribunal_listeners: called when a tribunal finishes (the plugin's report).
         call_hooks: call-time behaviour, applied in order (local-model route, cassette).
     """
 
@@ -60,6 +63,7 @@ class Scope:
     timeout: float | None = None
     test_id: str | None = None
     listeners: tuple[ResponseListener, ...] = ()
+    tribunal_listeners: tuple[TribunalListener, ...] = ()
     call_hooks: tuple[CallHook, ...] = ()
 
 
@@ -130,6 +134,12 @@ def check(response: ModelResponse) -> None:
         warnings.warn(HarnessWarning(str(error)), stacklevel=3)
     for listener in scope.listeners:
         listener(response)
+
+
+def tribunal_done(tribunal: Any, error: BaseException | None) -> None:
+    """Tell the scope's tribunal listeners that ``tribunal`` finished (or failed)."""
+    for listener in _current.tribunal_listeners:
+        listener(tribunal, error)
 
 
 def _problem_error(response: ModelResponse, problem: str, scope: Scope) -> InvalidResponse:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -38,6 +39,10 @@ from pytest_harness import matching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss
 
 FORMAT_VERSION = 1
+# A replayed call asks for the key of the same request several times (vcrpy's
+# can_play_response_for, play_response, and the miss check); the canonical JSON is the cost.
+_request_key = functools.lru_cache(maxsize=512)(matching.request_key)
+
 _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
 
 
@@ -75,7 +80,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         )
 
     def key(self, request: Any) -> matching.RequestKey:
-        return matching.request_key(request.method, request.uri, request.body, self._ignore)
+        return _request_key(request.method, request.uri, request.body, self._ignore)
 
     def append(self, request: Any, response: Any) -> None:
         before = len(self.data)

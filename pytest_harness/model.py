@@ -168,6 +168,35 @@ async def acomplete(
     return response
 
 
+def load() -> None:
+    """Import litellm now (about 1.5 s), so that the first call's clock does not pay for it.
+
+    A tribunal calls this before its deadline starts: otherwise the import, which blocks the
+    event loop, would count against the panel's timeout.
+    """
+    _lib()
+
+
+_SCHEMA_SUPPORT: dict[str, bool] = {}
+
+
+def supports_schema(model: str) -> bool:
+    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge).
+
+    The embedded model (``"local"``) does: its route hands the schema to llama.cpp's grammar.
+    """
+    if model == "local":
+        return True
+    known = _SCHEMA_SUPPORT.get(model)
+    if known is None:
+        try:
+            known = bool(_lib().supports_response_schema(model=model))
+        except Exception:  # litellm raises for model names it cannot place
+            known = False
+        _SCHEMA_SUPPORT[model] = known
+    return known
+
+
 @contextmanager
 def _clearer_errors() -> Iterator[None]:
     """Replace an SDK error by the clearer one a call hook finds behind it.

@@ -11,6 +11,7 @@ import pytest_harness
 
 # design.md's contract, plus the names this package adds; nothing else is public.
 PUBLIC = [
+    "Agent",
     "AgentTimeout",
     "AllAgentsFailed",
     "CassetteError",
@@ -25,8 +26,11 @@ PUBLIC = [
     "ModelResponse",
     "ProviderResponseError",
     "ResponseValidator",
+    "Result",
     "ToolCall",
+    "Tribunal",
     "Usage",
+    "Verdict",
     "acomplete",
     "complete",
 ]

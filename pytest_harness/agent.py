@@ -1,0 +1,218 @@
+"""Agent: one structured model call; Result: the frozen value it returns.
+
+Declare an agent as a class::
+
+    class Politeness(Agent):
+        model = "openai/gpt-4o-mini"
+        instructions = "You judge whether a support reply is polite."
+        output = {"type": "object", "properties": {"pass": {"type": "boolean"}, ...}}
+        temperature = 0
+
+    result = Politeness(input=reply).call()
+    result.processed["pass"]
+
+or configure an instance (``Agent(model=..., instructions=..., output=..., input=...)``).
+Structured output uses the provider's JSON-schema ``response_format`` where litellm knows the
+model supports it (and on the embedded model); otherwise the schema goes into the system
+prompt and the JSON is read from the text. A reply that does not parse or fit is a
+``JudgeOutputError`` carrying the raw text. ``--harness-model`` replaces every agent's model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias
+
+from pytest_harness import _aio, _runtime, structured
+from pytest_harness.errors import ConfigError
+from pytest_harness.model import ModelResponse, Usage, acomplete, supports_schema
+
+TokenCallback: TypeAlias = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """What an agent (or a tribunal, through ``Tribunal.result()``) produced.
+
+    Attributes:
+        input: the input the agent was given.
+        output: the reply text exactly as the model gave it (None for a tribunal).
+        processed: the parsed reply (a dict for a schema'd agent; the visible text for a
+            free-text agent; ``{"verdict": value}`` for a tribunal).
+        model: the model that answered.
+        usage: token counts of the call.
+        cost: USD cost, when litellm knows the model's price.
+        execution_time: seconds the call took.
+        agent: the agent's name (its class name unless given).
+    """
+
+    input: Any
+    output: str | None
+    processed: Any
+    model: str | None = None
+    usage: Usage | None = None
+    cost: float | None = None
+    execution_time: float | None = None
+    agent: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens if self.usage is not None else 0
+
+
+class Agent:
+    """One model call with instructions and an output schema.
+
+    Class attributes (each can be overridden per instance by the keyword of the same name):
+        model: litellm model name; ``--harness-model`` / ``harness_model`` replace it.
+        instructions: the system prompt.
+        output: JSON-schema dict or pydantic model class of the reply (None: free text).
+        temperature: sampling temperature (None: the provider's default).
+        params: other litellm parameters (``max_tokens``, ``api_base``, ...).
+        structured: use the provider's ``response_format`` (True), the prompt (False), or
+            decide from what litellm knows of the model (None, the default).
+    """
+
+    model: ClassVar[str | None] = None
+    instructions: ClassVar[str] = ""
+    output: ClassVar[Any] = None
+    temperature: ClassVar[float | None] = None
+    params: ClassVar[Mapping[str, Any]] = {}
+    structured: ClassVar[bool | None] = None
+
+    def __init__(
+        self,
+        input: Any = None,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: str | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        model: str | None = None,
+        instructions: str | None = None,
+        output: Any = None,
+        temperature: float | None = None,
+        structured: bool | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.input = input
+        self.context = dict(context or {})
+        self.memory = memory
+        self.name = name or type(self).__name__
+        merged = {**type(self).params, **(params or {})}
+        overrides = {
+            "model": model,
+            "instructions": instructions,
+            "output": output,
+            "temperature": temperature,
+            "structured": structured,
+        }
+        for attribute, value in overrides.items():
+            if value is not None:
+                setattr(self, attribute, value)
+        self.params = merged  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"<{self.name} model={self.model!r} input={self.input!r:.60}>"
+
+    # What the model is asked ------------------------------------------------------------
+
+    def prompt(self) -> str:
+        """The user turn: the input, then the context as JSON. Override to change it."""
+        text = self.input if isinstance(self.input, str) else _as_json(self.input)
+        if self.context:
+            text = f"{text}\n\nContext:\n{_as_json(self.context)}"
+        return text
+
+    def messages(self, *, schema_in_prompt: bool = False) -> list[dict[str, Any]]:
+        """System instructions, the memory, then the prompt."""
+        system = [self.instructions] if self.instructions else []
+        if isinstance(self.memory, str) and self.memory:
+            system.append(f"Notes from earlier:\n{self.memory}")
+        schema = structured.json_schema(self.output)
+        if schema_in_prompt and schema is not None:
+            system.append(structured.schema_instructions(schema))
+        messages: list[dict[str, Any]] = []
+        if system:
+            messages.append({"role": "system", "content": "\n\n".join(system)})
+        if self.memory and not isinstance(self.memory, str):
+            messages += [dict(message) for message in self.memory]
+        messages.append({"role": "user", "content": self.prompt()})
+        return messages
+
+    def resolved_model(self) -> str:
+        """The model this call will use: the harness override, else the agent's own."""
+        model = _runtime.current().model or self.model
+        if not model:
+            raise ConfigError(
+                f"agent {self.name} has no model: set `model = ...` on the class, pass "
+                "model=... when creating it, or run pytest with --harness-model=MODEL "
+                "(or set harness_model in your pytest ini)"
+            )
+        return model
+
+    # Calling -----------------------------------------------------------------------------
+
+    def call(self, *, on_token: TokenCallback | None = None) -> Result:
+        """Make the call and return its Result (sync facade of ``acall``)."""
+        return _aio.run_sync(self.acall(on_token=on_token))
+
+    async def acall(self, *, on_token: TokenCallback | None = None) -> Result:
+        """Make the call and return its Result.
+
+        Args:
+            on_token: stream the reply and call this with each text delta.
+
+        Raises:
+            JudgeOutputError: the reply does not parse or does not fit ``output``.
+            InvalidResponse / DegenerateResponse: the reply is empty or think-only.
+            ConfigError: the agent has no model or a broken schema.
+        """
+        started = time.perf_counter()
+        model = self.resolved_model()
+        schema = structured.json_schema(self.output)
+        native = schema is not None and self._native_schema(model)
+        params: dict[str, Any] = dict(self.params)
+        if self.temperature is not None:
+            params.setdefault("temperature", self.temperature)
+        response = await acomplete(
+            self.messages(schema_in_prompt=schema is not None and not native),
+            model=model,
+            response_format=structured.response_format(schema, self.name)
+            if native and schema is not None
+            else None,
+            stream=on_token is not None,
+            on_token=on_token,
+            **params,
+        )
+        return self._result(response, started)
+
+    def parse(self, response: ModelResponse) -> Any:
+        """The processed value of a reply: the schema-checked JSON, or the visible text."""
+        if self.output is None:
+            return response.text
+        return structured.read(response.text, self.output)
+
+    def _native_schema(self, model: str) -> bool:
+        if self.structured is not None:
+            return self.structured
+        return supports_schema(model)
+
+    def _result(self, response: ModelResponse, started: float) -> Result:
+        processed = self.parse(response)
+        return Result(
+            input=self.input,
+            output=response.content,
+            processed=processed,
+            model=response.model,
+            usage=response.usage,
+            cost=response.cost,
+            execution_time=round(time.perf_counter() - started, 6),
+            agent=self.name,
+        )
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)

@@ -1,0 +1,128 @@
+"""Structured output: the JSON schema an agent declares, and reading a reply against it.
+
+A schema is a JSON-schema dict or a pydantic model class (anything with
+``model_json_schema()`` / ``model_validate()``; pydantic is not imported here). A reply is
+read leniently, because many models wrap JSON in prose or code fences even when asked not
+to: the whole text, else the first fenced block, else the first balanced JSON object. What is
+found must then fit the schema. Every failure is a ``JudgeOutputError`` carrying the raw text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from pytest_harness.errors import ConfigError, JudgeOutputError
+
+Schema: TypeAlias = "Mapping[str, Any] | type"
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_DECODER = json.JSONDecoder()
+
+
+def json_schema(output: Any) -> dict[str, Any] | None:
+    """The JSON schema of an agent's ``output`` declaration (None: free text)."""
+    if output is None:
+        return None
+    if isinstance(output, Mapping):
+        return dict(output)
+    to_schema = getattr(output, "model_json_schema", None)
+    if isinstance(output, type) and callable(to_schema):
+        schema = to_schema()
+        if isinstance(schema, dict):
+            return schema
+    raise ConfigError(
+        f"an agent's output must be a JSON-schema dict or a pydantic model class, "
+        f"got {output!r} (type={type(output).__name__})"
+    )
+
+
+def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The OpenAI ``response_format`` that asks the provider for ``schema``."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "output"
+    return {"type": "json_schema", "json_schema": {"name": safe, "schema": dict(schema)}}
+
+
+def schema_instructions(schema: Mapping[str, Any]) -> str:
+    """What the system prompt says when the provider cannot enforce the schema itself."""
+    return (
+        "Reply with one JSON object only, no prose and no code fences, matching this JSON "
+        f"schema:\n{json.dumps(schema, sort_keys=True)}"
+    )
+
+
+def find_json(text: str) -> Any:
+    """The JSON value in ``text``: all of it, else a fenced block, else the first object.
+
+    Raises:
+        JudgeOutputError: no JSON object could be found.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise JudgeOutputError("the reply is empty: expected a JSON object", raw=text)
+    for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, _ = _DECODER.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        return value
+    raise JudgeOutputError(
+        f"the reply has no JSON object in it: {_clip(text)}. Ask for JSON in the agent's "
+        "instructions, or declare an output schema so the provider enforces it",
+        raw=text,
+    )
+
+
+def read(text: str, output: Any) -> Any:
+    """Parse ``text`` and check it against the ``output`` declaration; return the dict.
+
+    Raises:
+        JudgeOutputError: the text has no JSON, or the JSON does not fit the schema.
+    """
+    value = find_json(text)
+    validate = getattr(output, "model_validate", None)
+    if isinstance(output, type) and callable(validate):
+        try:
+            model = validate(value)
+        except ValueError as error:  # pydantic's ValidationError is a ValueError
+            raise JudgeOutputError(
+                f"the reply does not fit {output.__name__}: {error}", raw=text
+            ) from None
+        dumped: Any = model.model_dump(mode="json")
+        return dumped
+    schema = json_schema(output)
+    if schema is not None:
+        _check(value, schema, text)
+    return value
+
+
+def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
+    import jsonschema
+
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as bad:
+        raise ConfigError(
+            f"the agent's output schema is not a valid JSON schema: {bad.message}"
+        ) from None
+    problem = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    if problem is not None:
+        where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
+        raise JudgeOutputError(
+            f"the reply does not fit the output schema at {where}: {problem.message}. "
+            f"Reply: {_clip(raw)}",
+            raw=raw,
+        )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(text)} chars)"

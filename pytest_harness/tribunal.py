@@ -1,0 +1,343 @@
+"""Tribunal: a panel of judge agents run concurrently over one input, and their verdict.
+
+Direct use::
+
+    tribunal = Tribunal(input="Is this message toxic?", agents=[Toxicity, Bias], timeout=7)
+    tribunal.on("after_agent", lambda result, index: print(result.model))
+    tribunal.process(lambda results: all(r.processed["result"] for r in results))
+    tribunal.call().verdict
+
+Declared::
+
+    class ReplyQuality(Tribunal):
+        agents = [Politeness, Helpfulness, Accuracy]
+        timeout = 7
+
+        @Tribunal.verdict("majority", may_fail=1)
+        def passed(result):
+            return result.processed["result"] is True
+
+        @Tribunal.on("after_agent")
+        def show(result, index):
+            print(result.agent, result.processed)
+
+Each subclass starts from a copy of its parent's configuration (hooks, verdict rule,
+``process``) and never changes it; instance hooks add to the class's for that instance only.
+Decorators inside a class body register on the class being defined; called on a class
+afterwards (``ReplyQuality.on("after_call", fn)``) they register on that class.
+
+Hooks, in the order they fire: ``before_call()``, ``before_agent(agent, index)`` per judge,
+then after the panel ``after_agent(result, index)`` or ``agent_error(name, error, index)``
+per judge in panel order, ``after_call(results, errors)``, ``before_verdict(results)`` (its
+return value replaces the results), ``after_verdict(verdict)``. Aliases: ``before(event)``,
+``after(event)``, ``callback(event)``. Hooks may be coroutine functions.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MethodType
+from typing import Any, ClassVar, TypeAlias
+
+from pytest_harness import _aio, _panel
+from pytest_harness.agent import Result
+from pytest_harness.errors import ConfigError
+from pytest_harness.verdicts import Evaluator, Strategy, Verdict, strategy
+
+VALID_HOOKS = (
+    "before_call",
+    "before_agent",
+    "after_agent",
+    "agent_error",
+    "after_call",
+    "before_verdict",
+    "after_verdict",
+)
+VALID_STREAMS = ("token", "agent", "tribunal")
+Hook: TypeAlias = Callable[..., Any]
+_MARK = "__harness_tribunal__"
+
+
+@dataclass
+class _Config:
+    """A tribunal class's own declarations (copied, never shared, by subclasses)."""
+
+    hooks: dict[str, list[Hook]] = field(default_factory=dict)
+    process: Callable[[list[Any]], Any] | None = None
+    strategy: Strategy | None = None
+    evaluate: Evaluator | None = None
+    may_fail: int | None = None
+
+    def copy(self) -> _Config:
+        hooks = {event: list(fns) for event, fns in self.hooks.items()}
+        return _Config(hooks, self.process, self.strategy, self.evaluate, self.may_fail)
+
+
+class _ClassOrInstance:
+    """A method that works on the class (declaration) and on an instance (this run only)."""
+
+    def __init__(self, on_class: Callable[..., Any], on_instance: Callable[..., Any]) -> None:
+        self._on_class, self._on_instance = on_class, on_instance
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        return (
+            MethodType(self._on_class, owner) if obj is None else MethodType(self._on_instance, obj)
+        )
+
+
+class _VerdictAttribute:
+    """``Tribunal.verdict(...)`` declares the rule; ``tribunal.verdict`` is the outcome."""
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        return MethodType(_declare_verdict, owner) if obj is None else obj._verdict
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj._verdict = value
+
+
+def _in_class_body(depth: int = 2) -> bool:
+    names = sys._getframe(depth).f_locals
+    return "__module__" in names and "__qualname__" in names
+
+
+def _check_hook(event: str) -> str:
+    if event not in VALID_HOOKS:
+        valid = ", ".join(VALID_HOOKS)
+        raise ConfigError(f"unknown Tribunal hook {event!r}. Valid hooks: {valid}")
+    return event
+
+
+def _mark(fn: Hook, *declaration: Any) -> Hook:
+    marks = list(getattr(fn, _MARK, ()))
+    marks.append(declaration)
+    setattr(fn, _MARK, marks)
+    return fn
+
+
+def _class_on(cls: type[Tribunal], event: str, fn: Hook | None = None) -> Any:
+    _check_hook(event)
+    if fn is not None:
+        cls._config.hooks.setdefault(event, []).append(fn)
+        return fn
+    if _in_class_body():
+        return lambda hook: _mark(hook, "hook", event)
+    return lambda hook: _class_on(cls, event, hook)
+
+
+def _instance_on(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
+    _check_hook(event)
+    if fn is None:
+
+        def register(hook: Hook) -> Hook:
+            self._hooks.setdefault(event, []).append(hook)
+            return hook
+
+        return register
+    self._hooks.setdefault(event, []).append(fn)
+    return self
+
+
+def _class_process(cls: type[Tribunal], fn: Callable[[list[Any]], Any]) -> Any:
+    if _in_class_body():
+        return _mark(fn, "process")
+    cls._config.process = fn
+    return fn
+
+
+def _instance_process(self: Tribunal, fn: Callable[[list[Any]], Any]) -> Tribunal:
+    self._process = fn
+    return self
+
+
+def _declare_verdict(
+    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: int | None = None
+) -> Callable[[Evaluator], Evaluator]:
+    """Declare the verdict rule and its per-judge evaluator (a decorator)."""
+    built = strategy(rule, *args)
+    _check_may_fail(may_fail)
+    body = _in_class_body()
+
+    def declare(evaluate: Evaluator) -> Evaluator:
+        if body:
+            return _mark(evaluate, "verdict", built, may_fail)
+        cls._config.strategy, cls._config.evaluate = built, evaluate
+        cls._config.may_fail = may_fail
+        return evaluate
+
+    return declare
+
+
+def _check_may_fail(may_fail: Any) -> None:
+    if may_fail is not None and (
+        isinstance(may_fail, bool) or not isinstance(may_fail, int) or may_fail < 0
+    ):
+        raise ConfigError(f"may_fail expects None or a whole number >= 0, got {may_fail!r}")
+
+
+def _alias(prefix: str) -> _ClassOrInstance:
+    def on_class(cls: type[Tribunal], event: str, fn: Hook | None = None) -> Any:
+        return _class_on(cls, prefix + event, fn) if fn else _alias_decorator(cls, prefix + event)
+
+    def on_instance(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
+        return _instance_on(self, prefix + event, fn)
+
+    return _ClassOrInstance(on_class, on_instance)
+
+
+def _alias_decorator(cls: type[Tribunal], event: str) -> Any:
+    _check_hook(event)
+    if _in_class_body(3):
+        return lambda hook: _mark(hook, "hook", event)
+    return lambda hook: _class_on(cls, event, hook)
+
+
+class Tribunal:
+    """A panel of judges over one input. See the module docstring for the whole API.
+
+    Args:
+        input: what the judges judge.
+        context: extra facts given to every judge.
+        params: litellm parameters given to every judge (``temperature``, ...).
+        memory: earlier messages (or notes) given to every judge.
+        agents: the judges (Agent or Tribunal classes or instances); default: the class's.
+        timeout: seconds the whole panel may take (None: no limit); default: the class's.
+        streams: ``{"token": fn(agent, delta), "agent": fn(event), "tribunal": fn(event)}``.
+        may_fail: judge errors tolerated before ``AllAgentsFailed``; default: the class's.
+        strategy / evaluate: the verdict rule for this instance (default: the class's).
+    """
+
+    agents: Sequence[Any] = ()
+    timeout: float | None = 7
+    may_fail: int | None = None
+    strategy: str | Strategy | None = None
+    _config: ClassVar[_Config] = _Config()
+
+    on = _ClassOrInstance(_class_on, _instance_on)
+    before = _alias("before_")
+    after = _alias("after_")
+    callback = _alias("")
+    process = _ClassOrInstance(_class_process, _instance_process)
+    verdict = _VerdictAttribute()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        parent = next(base for base in cls.__mro__[1:] if issubclass(base, Tribunal))
+        config = parent._config.copy()
+        own = cls.__dict__
+        if "strategy" in own and own["strategy"] is not None:
+            config.strategy = strategy(own["strategy"])
+        if "may_fail" in own:
+            _check_may_fail(own["may_fail"])
+            config.may_fail = own["may_fail"]
+        for name, value in list(own.items()):
+            for declaration in getattr(value, _MARK, ()):
+                _apply(config, value, declaration)
+                setattr(cls, name, staticmethod(value))
+        cls._config = config
+
+    def __init__(
+        self,
+        input: Any = None,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: Any = None,
+        *,
+        agents: Sequence[Any] | None = None,
+        timeout: float | object | None = _panel.UNSET,
+        streams: Mapping[str, Callable[..., Any]] | None = None,
+        may_fail: int | object | None = _panel.UNSET,
+        strategy: str | Strategy | None = None,
+        evaluate: Evaluator | None = None,
+    ) -> None:
+        config = type(self)._config
+        self.input = input
+        self.context = dict(context or {})
+        self.params = params
+        self.memory = memory
+        self.agents = list(agents if agents is not None else type(self).agents)
+        self.timeout: float | None = type(self).timeout if timeout is _panel.UNSET else timeout  # type: ignore[assignment]
+        chosen: Any = config.may_fail if may_fail is _panel.UNSET else may_fail
+        _check_may_fail(chosen)
+        self.may_fail: int | None = chosen
+        self._hooks = {event: list(fns) for event, fns in config.hooks.items()}
+        self._process = config.process
+        self._strategy = _resolve(strategy) if strategy is not None else config.strategy
+        self._evaluate = evaluate or config.evaluate
+        self.streams = _check_streams(streams or {})
+        self.results: list[Result] = []
+        self.errors: list[dict[str, Any]] = []
+        self.agent_execution_times: list[dict[str, Any]] = []
+        self.execution_time: float | None = None
+        self._verdict: Verdict | None = None
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def token_stream(self) -> Callable[..., Any] | None:
+        return self.streams.get("token")
+
+    @property
+    def agent_event_stream(self) -> Callable[..., Any] | None:
+        return self.streams.get("agent")
+
+    @property
+    def tribunal_event_stream(self) -> Callable[..., Any] | None:
+        return self.streams.get("tribunal")
+
+    def call(self) -> Tribunal:
+        """Run every judge concurrently, then compute the verdict; return self.
+
+        Raises:
+            AllAgentsFailed: every judge failed, or more than ``may_fail`` did.
+        """
+        return _aio.run_sync(self.acall())
+
+    async def acall(self) -> Tribunal:
+        """Async ``call``: the judges run as tasks on the running loop."""
+        await _panel.run(self)
+        return self
+
+    def result(self) -> Result:
+        """The verdict as a Result (``processed == {"verdict": value}``), so tribunals nest."""
+        verdict = self._verdict
+        return Result(
+            input=self.input,
+            output=None,
+            processed={"verdict": verdict.value if verdict is not None else None},
+            execution_time=self.execution_time,
+            agent=self.name,
+            usage=None,
+            cost=verdict.cost if verdict is not None else None,
+        )
+
+    def __repr__(self) -> str:
+        state = "not run" if self._verdict is None else ("passed" if self._verdict else "failed")
+        return f"<{self.name} {len(self.agents)} judges, {state}>"
+
+
+def _apply(config: _Config, fn: Any, declaration: tuple[Any, ...]) -> None:
+    kind = declaration[0]
+    if kind == "hook":
+        config.hooks.setdefault(declaration[1], []).append(fn)
+    elif kind == "process":
+        config.process = fn
+    else:
+        config.strategy, config.may_fail, config.evaluate = declaration[1], declaration[2], fn
+
+
+def _resolve(rule: str | Strategy) -> Strategy:
+    return strategy(rule)
+
+
+def _check_streams(streams: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    unknown = sorted(set(streams) - set(VALID_STREAMS))
+    if unknown:
+        raise ConfigError(
+            f"unknown Tribunal stream(s) {', '.join(unknown)}. Valid streams: "
+            + ", ".join(VALID_STREAMS)
+        )
+    return dict(streams)

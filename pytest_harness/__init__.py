@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_harness.agent import Agent, Result
+    from pytest_harness.assertions import assert_verdict
     from pytest_harness.errors import (
         AgentTimeout,
         AllAgentsFailed,
@@ -52,6 +53,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "acomplete",
+    "assert_verdict",
     "complete",
 ]
 
@@ -79,6 +81,7 @@ _HOME = {
     "Result": "agent",
     "Tribunal": "tribunal",
     "Verdict": "verdicts",
+    "assert_verdict": "assertions",
 }
 
 

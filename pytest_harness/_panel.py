@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_harness import _runtime, model
 from pytest_harness.agent import Agent, Result
-from pytest_harness.errors import AgentTimeout, AllAgentsFailed, ConfigError
+from pytest_harness.errors import (
+    AgentTimeout,
+    AllAgentsFailed,
+    CassetteError,
+    CassetteMiss,
+    ConfigError,
+    LocalModelError,
+    NetworkBlocked,
+)
 from pytest_harness.verdicts import (
     JudgeFailure,
     Verdict,
@@ -31,7 +39,10 @@ from pytest_harness.verdicts import (
 if TYPE_CHECKING:
     from pytest_harness.tribunal import Tribunal
 
-UNSET: Any = object()  # "not given": None is a meaningful timeout / may_fail
+UNSET: Any = object()
+# Errors of the test's set-up rather than of a judge: they fail the panel at once, unchanged
+# (a cassette miss must say how to re-record, not be counted against may_fail).
+_NOT_THE_JUDGES_FAULT = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)  # "not given": None is a meaningful timeout / may_fail
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +106,9 @@ async def _run_judges(tribunal: Tribunal, judges: list[Any], started: float) -> 
         for task in tasks:
             task.cancel()  # no-op for finished ones; also when the panel itself is cancelled
         await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if task not in pending and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
     tribunal.execution_time = round(time.perf_counter() - started, 3)
     tribunal.results, tribunal.errors, tribunal.agent_execution_times = [], [], []
     for index, (task, judge) in enumerate(zip(tasks, judges, strict=True)):
@@ -149,6 +163,8 @@ async def _judge(tribunal: Tribunal, judge: Any, index: int) -> tuple[Any, Any, 
             value = await asyncio.to_thread(judge.call)
         if not isinstance(value, Result) and callable(getattr(value, "result", None)):
             value = value.result()
+    except _NOT_THE_JUDGES_FAULT:
+        raise  # a cassette miss, a blocked connection, a setup mistake: the test must say so
     except Exception as error:
         elapsed = round(time.perf_counter() - started, 3)
         _emit(

@@ -19,7 +19,8 @@ from pytest_harness import settings as _settings
 from pytest_harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from pytest_harness._runtime import CallHook, Scope
+    from pytest_harness._runtime import CallHook, Scope, TribunalListener
+    from pytest_harness.assertions import Harness
     from pytest_harness.netguard import NetworkGuard
     from pytest_harness.recording import CassetteSlot
 
@@ -30,6 +31,7 @@ RUN_ID = pytest.StashKey[str]()
 FAILED = pytest.StashKey[bool]()
 SLOT: pytest.StashKey[CassetteSlot | None] = pytest.StashKey()
 GUARD: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
+HARNESS = pytest.StashKey["Harness"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,8 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         const="",
         default=None,
         metavar="PATH",
-        help="print the tribunal summary table; with PATH also write it as JSON "
-        "(tribunal reporting lands with tribunals)",
+        help="print the table of every tribunal run at the end of the session (also shown "
+        "with -v); with PATH also write it, with judge agreement, as JSON",
     )
     parser.addini(
         "harness_cassette_dir", "folder of cassettes, relative to rootdir", default="cassettes"
@@ -126,6 +128,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
     config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
+    if workerinput is None:  # under xdist the controller reports for every worker
+        config.pluginmanager.register(_SessionReport(config), "harness-report")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -138,6 +142,65 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     recording = sys.modules.get("pytest_harness.recording")
     if recording is not None:
         recording.stop_local_server()
+
+
+@pytest.fixture
+def harness(request: pytest.FixtureRequest) -> Harness:
+    """Run agents and assert with tribunals in this test (through its cassette).
+
+    ``harness.run(Agent, input)`` returns the agent's Result;
+    ``harness.assert_verdict(Tribunal, input)`` fails the test, with every judge's vote and
+    reason, unless the panel's verdict passes; ``harness.tribunals`` lists the panels run.
+    """
+    from pytest_harness.assertions import Harness
+
+    item: pytest.Item = request.node
+    harness: Harness | None = item.stash.get(HARNESS, None)
+    if harness is None:
+        harness = item.stash[HARNESS] = Harness(item.nodeid)
+    return harness
+
+
+class _SessionReport:
+    """Collects every tribunal run (from all xdist workers) and reports it at the end.
+
+    Records travel in each test's ``user_properties``: xdist ships them to the controller,
+    JUnit XML writes them as properties.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and report.user_properties:
+            from pytest_harness.report import records_in
+
+            self.records += records_in(report.user_properties)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        settings = self.config.stash[SETTINGS]
+        if not self.records or (settings.report is None and settings.verbose <= 0):
+            return
+        from pytest_harness import report
+
+        terminalreporter.write_sep("=", "pytest-harness tribunals")
+        terminalreporter.write_line(report.session_table(self.records))
+        rows = report.agreement(self.records)
+        if any(row["runs"] for row in rows):
+            terminalreporter.write_line("")
+            terminalreporter.write_line(report.agreement_table(rows))
+        if settings.report:
+            terminalreporter.write_line(f"tribunal report written to {self._json_path()}")
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.stash[SETTINGS].report:
+            from pytest_harness.report import write_json
+
+            write_json(self._json_path(), self.records)
+
+    def _json_path(self) -> Any:
+        return self.config.invocation_params.dir / str(self.config.stash[SETTINGS].report)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -235,7 +298,23 @@ def _scope_for(item: pytest.Item) -> Scope:
         timeout=test.timeout,
         test_id=item.nodeid,
         call_hooks=_call_hooks(item, session, test),
+        tribunal_listeners=(_tribunal_listener(item),),
     )
+
+
+def _tribunal_listener(item: pytest.Item) -> TribunalListener:
+    """Record each tribunal the test runs: JUnit properties, the session report, the fixture."""
+
+    def listener(tribunal: Any, error: BaseException | None) -> None:
+        from pytest_harness import report
+
+        data = report.record(tribunal, error, item.nodeid)
+        item.user_properties.extend(report.junit_properties(data))
+        harness = item.stash.get(HARNESS, None)
+        if harness is not None:
+            harness.tribunals.append(tribunal)
+
+    return listener
 
 
 def _call_hooks(

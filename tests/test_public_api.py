@@ -32,6 +32,7 @@ PUBLIC = [
     "Usage",
     "Verdict",
     "acomplete",
+    "assert_verdict",
     "complete",
 ]
 

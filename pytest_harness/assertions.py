@@ -1,0 +1,137 @@
+"""Tribunals as assertions: ``assert_verdict`` and the ``harness`` fixture's object.
+
+A failing verdict raises ``AssertionError`` whose message is the tribunal's vote table (judge,
+model, vote, reason, time, tokens), the rule, and any judge errors. A panel where every judge
+failed (or more than ``may_fail``) also fails the assertion, with the errors in view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_harness import _aio, report
+from pytest_harness.agent import Agent, Result
+from pytest_harness.errors import AllAgentsFailed, ConfigError
+from pytest_harness.tribunal import Tribunal
+from pytest_harness.verdicts import Verdict
+
+
+def assert_verdict(
+    tribunal: type[Tribunal] | Tribunal,
+    input: Any = None,
+    *,
+    context: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    memory: Any = None,
+    **options: Any,
+) -> Verdict:
+    """Run a tribunal over ``input`` and fail unless its verdict passes.
+
+    Args:
+        tribunal: a Tribunal class (run with ``input``, ``context``, ``params``, ``memory``
+            and ``options`` such as ``timeout`` or ``may_fail``), or a ready instance.
+        input: what the judges judge; an agent's ``Result`` stands for its text.
+
+    Returns:
+        The passing Verdict.
+
+    Raises:
+        AssertionError: the verdict failed, or too many judges failed to give one.
+    """
+    __tracebackhide__ = True
+    panel = _panel(tribunal, input, context, params, memory, options)
+    try:
+        panel.call()
+    except AllAgentsFailed as error:
+        raise AssertionError(report.failure_message(panel, error)) from None
+    verdict = panel.verdict
+    if not verdict:
+        raise AssertionError(report.failure_message(panel))
+    return verdict  # type: ignore[no-any-return]
+
+
+class Harness:
+    """The ``harness`` fixture: run agents and assert with tribunals inside a test.
+
+    Everything it runs goes through the test's cassette and settings, and every tribunal it
+    runs is in the session report.
+    """
+
+    def __init__(self, test_id: str | None = None) -> None:
+        self.test_id = test_id
+        self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
+
+    def run(
+        self,
+        agent: type[Agent] | Agent,
+        input: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: Any = None,
+    ) -> Result:
+        """Call an agent (a class is created with the arguments) and return its Result."""
+        if isinstance(agent, type) and issubclass(agent, Agent):
+            agent = agent(input=input, context=context, params=params, memory=memory)
+        if not isinstance(agent, Agent):
+            raise ConfigError(f"harness.run expects an Agent class or instance, got {agent!r}")
+        return agent.call()
+
+    async def arun(self, agent: type[Agent] | Agent, input: Any = None, **kwargs: Any) -> Result:
+        """Async ``run``."""
+        if isinstance(agent, type) and issubclass(agent, Agent):
+            agent = agent(input=input, **kwargs)
+        return await agent.acall()
+
+    def assert_verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """``assert_verdict`` (see there) for this test."""
+        __tracebackhide__ = True
+        return assert_verdict(tribunal, input, **kwargs)
+
+    def verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """Run a tribunal and return its Verdict without asserting on it."""
+        panel = _panel(
+            tribunal,
+            input,
+            kwargs.pop("context", None),
+            kwargs.pop("params", None),
+            kwargs.pop("memory", None),
+            kwargs,
+        )
+        verdict: Verdict = _aio.run_sync(panel.acall()).verdict
+        return verdict
+
+
+def _panel(
+    tribunal: type[Tribunal] | Tribunal,
+    input: Any,
+    context: Mapping[str, Any] | None,
+    params: Mapping[str, Any] | None,
+    memory: Any,
+    options: dict[str, Any],
+) -> Tribunal:
+    if isinstance(tribunal, Tribunal):
+        if input is not None or context or params or memory or options:
+            raise ConfigError(
+                "assert_verdict got a Tribunal instance and arguments for it: pass either a "
+                "Tribunal class with the arguments, or an instance built with them"
+            )
+        return tribunal
+    if not (isinstance(tribunal, type) and issubclass(tribunal, Tribunal)):
+        raise ConfigError(
+            f"assert_verdict expects a Tribunal class or instance, got {tribunal!r} "
+            f"(type={type(tribunal).__name__})"
+        )
+    return tribunal(input=_text_of(input), context=context, params=params, memory=memory, **options)
+
+
+def _text_of(value: Any) -> Any:
+    """An agent's Result stands for what it said: its processed text, else its raw output."""
+    if isinstance(value, Result):
+        return value.processed if isinstance(value.processed, str) else value.output
+    return value

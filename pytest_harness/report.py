@@ -1,0 +1,209 @@
+"""What tribunals report: the failure message, per-run records, the session tables and JSON.
+
+A record is the plain-data (JSON) account of one tribunal run in one test. The plugin stores
+each record in the test's ``user_properties``: pytest-xdist sends those from the workers to
+the controller and JUnit XML writes them, so one mechanism serves the session table, the
+JSON report and the JUnit properties, with or without workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from pytest_harness.verdicts import Verdict, fleiss_kappa, percent_agreement
+
+RECORD_PROPERTY = "harness_tribunal"
+REASON_WIDTH = 60
+
+
+def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict[str, Any]:
+    """The JSON-ready account of one finished (or failed) tribunal run."""
+    verdict: Verdict | None = tribunal.verdict
+    votes = list(verdict.votes) if verdict is not None else []
+    errors = [
+        {"agent": e["agent"], "error": f"{type(e['error']).__name__}: {e['error']}"}
+        for e in tribunal.errors
+    ]
+    if verdict is None and not errors and error is not None:
+        errors = [{"agent": tribunal.name, "error": f"{type(error).__name__}: {error}"}]
+    costs = [r.cost for r in tribunal.results if getattr(r, "cost", None) is not None]
+    return {
+        "test": test,
+        "tribunal": tribunal.name,
+        "outcome": "error" if verdict is None else ("pass" if verdict else "fail"),
+        "value": _plain(verdict.value) if verdict is not None else None,
+        "rule": verdict.rule if verdict is not None else None,
+        "judges": len(tribunal.agents),
+        "votes": [
+            {
+                "agent": v.agent,
+                "model": v.model,
+                "vote": _plain(v.vote),
+                "passed": v.passed,
+                "reason": v.reason,
+                "time": v.time,
+                "tokens": v.tokens,
+                "cost": v.cost,
+            }
+            for v in votes
+        ],
+        "votes_passed": sum(1 for v in votes if v.passed),
+        "votes_cast": len(votes),
+        "errors": errors,
+        "agreement": verdict.agreement if verdict is not None else None,
+        "tokens": sum(getattr(r, "tokens", 0) for r in tribunal.results),
+        "cost": sum(costs) if costs else None,
+        "time": tribunal.execution_time,
+    }
+
+
+def junit_properties(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The test's JUnit XML properties for one tribunal run (the full record comes first)."""
+    cost = data["cost"]
+    return [
+        (RECORD_PROPERTY, json.dumps(data, sort_keys=True)),
+        ("harness_verdict", f"{data['tribunal']}: {data['outcome']}"),
+        ("harness_votes", f"{data['votes_passed']}/{data['votes_cast']}"),
+        ("harness_cost", "" if cost is None else f"{cost:.6f}"),
+    ]
+
+
+def records_in(properties: Iterable[tuple[str, object]]) -> list[dict[str, Any]]:
+    """The records stored in a test report's ``user_properties``."""
+    found = []
+    for name, value in properties:
+        if name == RECORD_PROPERTY and isinstance(value, str):
+            found.append(json.loads(value))
+    return found
+
+
+def failure_message(tribunal: Any, error: BaseException | None = None) -> str:
+    """What a failed ``assert_verdict`` says: the verdict, every judge's vote, the errors."""
+    verdict: Verdict | None = tribunal.verdict
+    if verdict is None:
+        head = f"{tribunal.name}: no verdict, {error}" if error else f"{tribunal.name}: not run"
+        lines = [head.splitlines()[0]]
+    else:
+        lines = [
+            f"{tribunal.name} verdict: {'PASS' if verdict else 'FAIL'}, "
+            f"{verdict.tally} votes passed, value {verdict.value!r}",
+            f"rule: {verdict.rule}",
+        ]
+    lines.append(f"input: {_clip(repr(tribunal.input), 200)}")
+    if verdict is not None and verdict.votes:
+        lines += ["", vote_table(verdict)]
+    if tribunal.errors:
+        lines += ["", "judge errors:"]
+        lines += [
+            f"  {e['agent']}: {type(e['error']).__name__}: {_clip(str(e['error']), 300)}"
+            for e in tribunal.errors
+        ]
+    return "\n".join(lines)
+
+
+def vote_table(verdict: Verdict) -> str:
+    rows = [
+        [
+            vote.agent,
+            vote.model or "",
+            _vote_text(vote.vote, vote.passed),
+            _clip(vote.reason or "", REASON_WIDTH),
+            _seconds(vote.time),
+            vote.tokens,
+        ]
+        for vote in verdict.votes
+    ]
+    return tabulate(rows, headers=["judge", "model", "vote", "reason", "time", "tokens"])
+
+
+def session_table(records: Sequence[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            r["test"],
+            r["tribunal"],
+            r["outcome"],
+            f"{r['votes_passed']}/{r['votes_cast']}",
+            len(r["errors"]),
+            r["tokens"],
+            "" if r["cost"] is None else f"${r['cost']:.6f}",
+            _seconds(r["time"]),
+        ]
+        for r in records
+    ]
+    headers = ["test", "tribunal", "verdict", "votes", "errors", "tokens", "cost", "time"]
+    return tabulate(rows, headers=headers)
+
+
+def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
+    by_tribunal: dict[str, list[list[bool]]] = {}
+    for r in records:
+        votes = [bool(v["passed"]) for v in r["votes"] if v["passed"] is not None]
+        by_tribunal.setdefault(r["tribunal"], [])
+        if len(votes) >= 2:
+            by_tribunal[r["tribunal"]].append(votes)
+    rows = []
+    for name, runs in sorted(by_tribunal.items()):
+        shares = [percent_agreement(run) or 0.0 for run in runs]
+        rows.append(
+            {
+                "tribunal": name,
+                "runs": len(runs),
+                "percent_agreement": 100 * sum(shares) / len(shares) if shares else None,
+                "fleiss_kappa": fleiss_kappa(runs),
+            }
+        )
+    return rows
+
+
+def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    shown = [
+        [
+            row["tribunal"],
+            row["runs"],
+            "n/a" if row["percent_agreement"] is None else f"{row['percent_agreement']:.1f}%",
+            "n/a" if row["fleiss_kappa"] is None else f"{row['fleiss_kappa']:.3f}",
+        ]
+        for row in rows
+    ]
+    return tabulate(shown, headers=["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"])
+
+
+def write_json(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """Write the session's records and agreement as JSON (atomically)."""
+    data = {"tribunals": list(records), "agreement": agreement(records)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _vote_text(vote: Any, passed: bool | None) -> str:
+    if passed is None:
+        return repr(vote)
+    mark = "pass" if passed else "FAIL"
+    return mark if isinstance(vote, bool) else f"{mark} ({vote!r})"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` if JSON can hold it, else its repr."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}s"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -19,7 +19,7 @@ from pytest_harness.errors import ConfigError, JudgeOutputError
 Schema: TypeAlias = "Mapping[str, Any] | type"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is still read
 
 
 def json_schema(output: Any) -> dict[str, Any] | None:
@@ -64,7 +64,7 @@ def find_json(text: str) -> Any:
         raise JudgeOutputError("the reply is empty: expected a JSON object", raw=text)
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
         try:
-            return json.loads(candidate)
+            return _DECODER.decode(candidate)
         except ValueError:
             continue
     for match in re.finditer(r"[{\[]", text):

@@ -39,10 +39,16 @@ from pytest_harness.verdicts import (
 if TYPE_CHECKING:
     from pytest_harness.tribunal import Tribunal
 
-UNSET: Any = object()
+UNSET: Any = object()  # "not given": None is a meaningful timeout / may_fail
 # Errors of the test's set-up rather than of a judge: they fail the panel at once, unchanged
 # (a cassette miss must say how to re-record, not be counted against may_fail).
-_NOT_THE_JUDGES_FAULT = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)  # "not given": None is a meaningful timeout / may_fail
+_NOT_THE_JUDGES_FAULT = (
+    CassetteMiss,
+    CassetteError,
+    NetworkBlocked,
+    ConfigError,
+    LocalModelError,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,6 +34,12 @@ GUARD: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
 HARNESS = pytest.StashKey["Harness"]()
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_harness import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
     group.addoption(
@@ -310,6 +316,7 @@ def _tribunal_listener(item: pytest.Item) -> TribunalListener:
 
         data = report.record(tribunal, error, item.nodeid)
         item.user_properties.extend(report.junit_properties(data))
+        item.ihook.pytest_harness_tribunal(item=item, tribunal=tribunal, record=data)
         harness = item.stash.get(HARNESS, None)
         if harness is not None:
             harness.tribunals.append(tribunal)

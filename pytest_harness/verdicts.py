@@ -127,6 +127,11 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.passed
 
+    def __repr__(self) -> str:
+        state = "passed" if self.passed else "failed"
+        errors = f", {len(self.errors)} judge error(s)" if self.errors else ""
+        return f"<Verdict {self.tribunal} {state}: {self.tally} votes{errors}; {self.rule}>"
+
     @property
     def tally(self) -> str:
         """Passing votes over votes cast, for example ``"2/3"``."""

@@ -269,3 +269,19 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
         "agreement": [],
         "tribunals": [],
     }
+
+
+def test_plugins_hear_of_each_tribunal(suite: pytest.Pytester) -> None:
+    suite.makeconftest(
+        (suite.path / "conftest.py").read_text() + "\nSEEN = []\n\n"
+        "def pytest_harness_tribunal(item, tribunal, record):\n"
+        "    SEEN.append((item.name, tribunal.name, record['outcome']))\n"
+    )
+    suite.makepyfile(test_reply=TESTS)
+    suite.makepyfile(
+        test_zz_last="import conftest\n\ndef test_seen():\n"
+        "    assert sorted(conftest.SEEN) == [('test_plain_function', 'Quality', 'pass'), "
+        "('test_polite', 'Quality', 'pass'), ('test_rude', 'Quality', 'fail'), "
+        "('test_too_many_broken', 'Shaky', 'error')]\n"
+    )
+    run(suite).assert_outcomes(passed=3, failed=2)

@@ -73,7 +73,7 @@ def _heavy_imports_first() -> None:
     from pytest_harness import assertions, cassettes, model, report
 
     model._lib()
-    assert cassettes.HarnessCassette and assertions.Harness and report.record
+    assert all((cassettes.HarnessCassette, assertions.Harness, report.record))
 
 
 @pytest.fixture

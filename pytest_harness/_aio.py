@@ -21,12 +21,16 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        running = False
+    else:
+        running = True
+    if not running:  # outside the except block: errors must not chain "no running event loop"
+        return asyncio.run(_settled(coroutine))
     outcome: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            outcome["value"] = asyncio.run(coroutine)
+            outcome["value"] = asyncio.run(_settled(coroutine))
         except BaseException as error:  # re-raised in the caller's thread
             outcome["error"] = error
 
@@ -36,3 +40,13 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
+
+
+async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await ``coroutine``, then let background work bound to this loop finish."""
+    from pytest_harness import model
+
+    try:
+        return await coroutine
+    finally:
+        await model.settle()

@@ -177,6 +177,23 @@ def load() -> None:
     _lib()
 
 
+async def settle() -> None:
+    """Let litellm's background logging worker finish on the running loop, then stop it.
+
+    litellm queues a logging task after each async call on a worker bound to the loop. The
+    harness's sync facade runs a fresh loop per call: without this, each closed loop leaves a
+    task behind and litellm warns "event loop changed" on the next call.
+    """
+    if _litellm is None:
+        return
+    try:
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+    except ImportError:  # a litellm without the worker has nothing to settle
+        return
+    await GLOBAL_LOGGING_WORKER.flush()
+    await GLOBAL_LOGGING_WORKER.stop()
+
+
 _SCHEMA_SUPPORT: dict[str, bool] = {}
 
 

@@ -104,16 +104,9 @@ def read(text: str, output: Any) -> Any:
 
 
 def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
-    import jsonschema
+    import jsonschema  # only agents with a schema pay for the import
 
-    validator_class = jsonschema.validators.validator_for(schema)
-    try:
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError as bad:
-        raise ConfigError(
-            f"the agent's output schema is not a valid JSON schema: {bad.message}"
-        ) from None
-    problem = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    problem = jsonschema.exceptions.best_match(_validator(schema).iter_errors(value))
     if problem is not None:
         where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
         raise JudgeOutputError(
@@ -121,6 +114,27 @@ def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
             f"Reply: {_clip(raw)}",
             raw=raw,
         )
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The schema's validator, built (and the schema itself checked) once per schema."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        import jsonschema
+
+        validator_class = jsonschema.validators.validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except jsonschema.SchemaError as bad:
+            raise ConfigError(
+                f"the agent's output schema is not a valid JSON schema: {bad.message}"
+            ) from None
+        validator = _VALIDATORS[key] = validator_class(schema)
+    return validator
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -166,7 +166,7 @@ class LoopbackServer:
         self.handler: ReplyHandler = handler or self._next_queued
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -220,6 +220,12 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog of 5 drops the rest of a burst of new connections (a panel
+    # of 16 judges on a fresh event loop), and their clients retry a second later.
+    request_queue_size = 128
 
 
 def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:

@@ -54,6 +54,40 @@ def test_json_schema():
     dump("json_schema", response)
 """
 
+TRIBUNAL_SUITE = """
+import json, os, pathlib
+from pytest_harness import Agent, Tribunal
+
+SCHEMA = {"type": "object", "properties": {"pass": {"type": "boolean"}}, "required": ["pass"]}
+
+class Polite(Agent):
+    model = "local"
+    output = SCHEMA
+    instructions = "Is this customer support reply polite? Answer in JSON."
+    params = {"max_tokens": 20}
+
+class Helpful(Polite):
+    instructions = "Does this customer support reply offer help? Answer in JSON."
+
+class Calm(Polite):
+    instructions = "Is this customer support reply calm? Answer in JSON."
+
+class Panel(Tribunal):
+    agents = [Polite, Helpful, Calm]
+    timeout = 120  # one llama.cpp server: the judges queue
+
+    @Tribunal.verdict("majority")
+    def passed(result):
+        return result.processed["pass"]
+
+def test_panel(harness):
+    verdict = harness.verdict(Panel, "Thanks for waiting! Your parcel ships today.")
+    assert [vote.agent for vote in verdict.votes] == ["Polite", "Helpful", "Calm"]
+    assert all(isinstance(vote.vote, bool) for vote in verdict.votes)
+    seen = [(v.agent, v.vote, v.tokens, v.model) for v in verdict.votes]
+    pathlib.Path(os.environ["DUMP"]).write_text(json.dumps([verdict.passed, seen]))
+"""
+
 
 def offline_command() -> list[str]:
     """``unshare -n`` (no network at all) when this machine allows it."""
@@ -87,3 +121,25 @@ def test_recorded_responses_replay_identically_offline(
     assert before["plain"]["content"]
     assert before["streamed"]["content"]
     assert before["streamed"]["finish_reason"] is not None
+
+
+def test_recorded_tribunal_replays_the_same_votes_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_panel=TRIBUNAL_SUITE)
+    monkeypatch.setenv("DUMP", str(pytester.path / "recorded.json"))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-live").assert_outcomes(
+        passed=1
+    )
+    cassette = json.loads((pytester.path / "cassettes/test_panel/test_panel.yaml").read_text())
+    assert len(cassette["interactions"]) == 3
+
+    monkeypatch.setenv("DUMP", str(pytester.path / "replayed.json"))
+    replayed = pytester.run(
+        *offline_command(), sys.executable, "-m", "pytest", "-p", "no:cacheprovider"
+    )
+    assert replayed.ret == 0, replayed.stdout.str()
+    recorded = json.loads((pytester.path / "recorded.json").read_text())
+    assert json.loads((pytester.path / "replayed.json").read_text()) == recorded
+    assert all(tokens > 0 for _, _, tokens, _ in recorded[1])

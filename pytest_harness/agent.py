@@ -193,7 +193,7 @@ class Agent:
         """The processed value of a reply: the schema-checked JSON, or the visible text."""
         if self.output is None:
             return response.text
-        return structured.read(response.text, self.output)
+        return structured.read(response.text, self.output, raw=response.content or "")
 
     def _native_schema(self, model: str) -> bool:
         if self.structured is not None:

@@ -53,53 +53,64 @@ def schema_instructions(schema: Mapping[str, Any]) -> str:
     )
 
 
-def find_json(text: str) -> Any:
+def find_json(text: str, raw: str | None = None) -> Any:
     """The JSON value in ``text``: all of it, else a fenced block, else the first object.
 
+    A JSON array is taken only when no object parses (a ``[1]`` citation in prose must not
+    hide the object after it). ``raw`` is the reply as the model gave it, for the error.
+
     Raises:
-        JudgeOutputError: no JSON object could be found.
+        JudgeOutputError: no JSON value could be found.
     """
+    raw = text if raw is None else raw
     stripped = text.strip()
     if not stripped:
-        raise JudgeOutputError("the reply is empty: expected a JSON object", raw=text)
+        raise JudgeOutputError("the reply is empty: expected a JSON object", raw=raw)
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
         try:
             return _DECODER.decode(candidate)
         except ValueError:
             continue
-    for match in re.finditer(r"[{\[]", text):
-        try:
-            value, _ = _DECODER.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        return value
+    for opener in ("{", "["):
+        for match in re.finditer(re.escape(opener), text):
+            try:
+                value, _ = _DECODER.raw_decode(text, match.start())
+            except ValueError:
+                continue
+            return value
     raise JudgeOutputError(
         f"the reply has no JSON object in it: {_clip(text)}. Ask for JSON in the agent's "
         "instructions, or declare an output schema so the provider enforces it",
-        raw=text,
+        raw=raw,
     )
 
 
-def read(text: str, output: Any) -> Any:
+def read(text: str, output: Any, raw: str | None = None) -> Any:
     """Parse ``text`` and check it against the ``output`` declaration; return the dict.
+
+    Args:
+        text: the reply's visible text (think blocks removed).
+        output: the agent's output declaration.
+        raw: the reply exactly as the model gave it (carried by errors); default ``text``.
 
     Raises:
         JudgeOutputError: the text has no JSON, or the JSON does not fit the schema.
     """
-    value = find_json(text)
+    raw = text if raw is None else raw
+    value = find_json(text, raw)
     validate = getattr(output, "model_validate", None)
     if isinstance(output, type) and callable(validate):
         try:
             model = validate(value)
         except ValueError as error:  # pydantic's ValidationError is a ValueError
             raise JudgeOutputError(
-                f"the reply does not fit {output.__name__}: {error}", raw=text
+                f"the reply does not fit {output.__name__}: {error}", raw=raw
             ) from None
         dumped: Any = model.model_dump(mode="json")
         return dumped
     schema = json_schema(output)
     if schema is not None:
-        _check(value, schema, text)
+        _check(value, schema, raw)
     return value
 
 

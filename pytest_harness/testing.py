@@ -205,7 +205,10 @@ class LoopbackServer:
             return len(self.requests)
 
     def start(self) -> LoopbackServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for the serving loop to notice, 0.5 s by default.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 

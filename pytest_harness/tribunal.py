@@ -44,6 +44,7 @@ from typing import Any, ClassVar, TypeAlias
 from pytest_harness import _aio, _panel
 from pytest_harness.agent import Result
 from pytest_harness.errors import ConfigError
+from pytest_harness.model import Usage
 from pytest_harness.verdicts import Evaluator, Strategy, Verdict, strategy
 
 VALID_HOOKS = (
@@ -152,18 +153,20 @@ def _instance_process(self: Tribunal, fn: Callable[[list[Any]], Any]) -> Tribuna
 
 
 def _declare_verdict(
-    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: int | None = None
+    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: Any = _panel.UNSET
 ) -> Callable[[Evaluator], Evaluator]:
     """Declare the verdict rule and its per-judge evaluator (a decorator)."""
     built = strategy(rule, *args)
-    _check_may_fail(may_fail)
+    if may_fail is not _panel.UNSET:  # not given: keep the class's may_fail
+        _check_may_fail(may_fail)
     body = _in_class_body()
 
     def declare(evaluate: Evaluator) -> Evaluator:
         if body:
             return _mark(evaluate, "verdict", built, may_fail)
         cls._config.strategy, cls._config.evaluate = built, evaluate
-        cls._config.may_fail = may_fail
+        if may_fail is not _panel.UNSET:
+            cls._config.may_fail = may_fail
         return evaluate
 
     return declare
@@ -234,7 +237,10 @@ class Tribunal:
         for name, value in list(own.items()):
             for declaration in getattr(value, _MARK, ()):
                 _apply(config, value, declaration)
-                setattr(cls, name, staticmethod(value))
+                if hasattr(Tribunal, name):  # `def verdict(result)` must not hide the API
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, staticmethod(value))
         cls._config = config
 
     def __init__(
@@ -310,7 +316,7 @@ class Tribunal:
             processed={"verdict": verdict.value if verdict is not None else None},
             execution_time=self.execution_time,
             agent=self.name,
-            usage=None,
+            usage=_total_usage(self.results),
             cost=verdict.cost if verdict is not None else None,
         )
 
@@ -326,7 +332,21 @@ def _apply(config: _Config, fn: Any, declaration: tuple[Any, ...]) -> None:
     elif kind == "process":
         config.process = fn
     else:
-        config.strategy, config.may_fail, config.evaluate = declaration[1], declaration[2], fn
+        config.strategy, config.evaluate = declaration[1], fn
+        if declaration[2] is not _panel.UNSET:
+            config.may_fail = declaration[2]
+
+
+def _total_usage(results: Sequence[Any]) -> Usage | None:
+    """The judges' token counts summed (a nested panel's tokens count in the outer one)."""
+    usages = [r.usage for r in results if getattr(r, "usage", None) is not None]
+    if not usages:
+        return None
+    return Usage(
+        prompt_tokens=sum(u.prompt_tokens for u in usages),
+        completion_tokens=sum(u.completion_tokens for u in usages),
+        total_tokens=sum(u.total_tokens for u in usages),
+    )
 
 
 def _resolve(rule: str | Strategy) -> Strategy:

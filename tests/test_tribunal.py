@@ -1,0 +1,1058 @@
+"""Tribunal: a panel of judge agents over real HTTP (litellm to the loopback server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_harness._panel import Event
+from pytest_harness.agent import Agent, Result
+from pytest_harness.errors import (
+    AgentTimeout,
+    AllAgentsFailed,
+    ConfigError,
+    DegenerateResponse,
+    InvalidResponse,
+    JudgeOutputError,
+)
+from pytest_harness.testing import LoopbackServer, Reply
+from pytest_harness.tribunal import Tribunal
+from pytest_harness.verdicts import JudgeFailure, Verdict
+
+pytestmark = pytest.mark.harness(cassette=False)
+
+VERDICT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pass": {"type": "boolean"},
+        "score": {"type": "number"},
+        "reason": {"type": "string"},
+    },
+    "required": ["pass"],
+}
+VALID_HOOKS = (
+    "Valid hooks: before_call, before_agent, after_agent, agent_error, after_call, "
+    "before_verdict, after_verdict"
+)
+VALID_STRATEGIES = "Valid strategies: unanimous, majority, at_least, fraction, mean"
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[LoopbackServer]:
+    """One loopback server for the module (cheaper than starting one per test)."""
+    with LoopbackServer() as running:
+        yield running
+
+
+@pytest.fixture
+def server(shared_server: LoopbackServer) -> Iterator[LoopbackServer]:
+    """The module's server, as fresh: no requests seen, replies from its queue."""
+    default = shared_server.handler
+    shared_server.requests.clear()
+    yield shared_server
+    shared_server.handler = default
+    leftover = list(shared_server._queue)  # no public way to look at the queue
+    shared_server._queue.clear()
+    assert leftover == [], "the test queued replies it did not use"
+
+
+def judge(server: LoopbackServer, name: str, **attrs: Any) -> type[Agent]:
+    """A judge Agent class called ``name`` whose instructions are its name."""
+    body: dict[str, Any] = {
+        "model": server.model,
+        "params": server.params,
+        "instructions": name,
+        "output": VERDICT,
+        "structured": True,  # the system message is exactly the instructions
+        **attrs,
+    }
+    return type(name, (Agent,), body)
+
+
+def says(passed: bool, reason: str | None = None, *, score: float | None = None) -> str:
+    """A judge's JSON reply text."""
+    reply: dict[str, Any] = {"pass": passed}
+    if reason is not None:
+        reply["reason"] = reason
+    if score is not None:
+        reply["score"] = score
+    return json.dumps(reply)
+
+
+def script(server: LoopbackServer, replies: dict[str, Reply | str]) -> None:
+    """Answer each judge by its instructions (the start of the system message)."""
+
+    def handler(body: dict[str, Any]) -> Reply:
+        key = body["messages"][0]["content"].split("\n\n")[0]
+        reply = replies.get(key, f"unscripted judge {key}")
+        return Reply(content=reply) if isinstance(reply, str) else reply
+
+    server.handler = handler
+
+
+def warm_up(server: LoopbackServer) -> None:
+    """Pay litellm's first-call costs before a timed panel."""
+    script(server, {"WarmUp": says(True)})
+    Tribunal(input="warm up", agents=[judge(server, "WarmUp")]).call()
+    server.requests.clear()
+
+
+def user_turns(server: LoopbackServer) -> list[str]:
+    """The user turns the server received, sorted (judges run concurrently)."""
+    return sorted(body["messages"][-1]["content"] for body in server.requests)
+
+
+# Direct use ---------------------------------------------------------------------------
+
+
+def test_direct_use(server: LoopbackServer) -> None:
+    """Tribunal(...) with on/process chaining; judges get input, context, params, memory."""
+    script(
+        server,
+        {
+            "Toxicity": Reply(content=says(False, "no slurs"), delay=0.1),
+            "Bias": says(False, "balanced"),
+        },
+    )
+    memory = [
+        {"role": "user", "content": "Earlier message"},
+        {"role": "assistant", "content": "Earlier answer"},
+    ]
+    Toxicity, Bias = judge(server, "Toxicity"), judge(server, "Bias")
+    tribunal = Tribunal(
+        input="Is this message toxic?",
+        context={"user_id": 42},
+        agents=[Toxicity, Bias],
+        timeout=5,
+        params={"max_tokens": 20},
+        memory=memory,
+    )
+    seen: list[tuple[Result, int]] = []
+    processed: list[list[Result]] = []
+
+    def not_toxic(results: list[Result]) -> bool:
+        processed.append(list(results))
+        return all(result.processed["pass"] is False for result in results)
+
+    assert (
+        tribunal.on("after_agent", lambda result, index: seen.append((result, index))) is tribunal
+    )
+    assert tribunal.process(not_toxic) is tribunal
+    assert tribunal.timeout == 5
+    assert tribunal.call() is tribunal
+
+    assert [result.agent for result in tribunal.results] == ["Toxicity", "Bias"]  # panel order
+    assert [result.processed for result in tribunal.results] == [
+        {"pass": False, "reason": "no slurs"},
+        {"pass": False, "reason": "balanced"},
+    ]
+    assert tribunal.results[0].input == "Is this message toxic?"
+    assert tribunal.errors == []
+    assert seen == [(tribunal.results[0], 0), (tribunal.results[1], 1)]
+    assert processed == [tribunal.results]
+    assert [entry["agent"] for entry in tribunal.agent_execution_times] == ["Toxicity", "Bias"]
+    assert tribunal.agent_execution_times[0]["time"] >= 0.1
+    assert isinstance(tribunal.execution_time, float)
+    assert tribunal.execution_time >= 0.1
+    assert isinstance(tribunal.verdict, Verdict)
+    assert tribunal.verdict.value is True
+    assert tribunal.verdict.rule == "process: not_toxic"
+
+    assert len(server.requests) == 2
+    for body in server.requests:
+        assert body["max_tokens"] == 20
+        assert body["messages"][1:] == [
+            *memory,
+            {
+                "role": "user",
+                "content": 'Is this message toxic?\n\nContext:\n{\n  "user_id": 42\n}',
+            },
+        ]
+
+
+def test_defaults_before_a_call() -> None:
+    """A new tribunal has not run: no results, no verdict, the class's 7 s timeout."""
+    tribunal = Tribunal(input="x")
+    assert tribunal.timeout == 7
+    assert Tribunal(input="x", timeout=None).timeout is None
+    assert tribunal.results == []
+    assert tribunal.errors == []
+    assert tribunal.agent_execution_times == []
+    assert tribunal.execution_time is None
+    assert tribunal.verdict is None
+    assert tribunal.result().processed == {"verdict": None}
+    assert repr(tribunal) == "<Tribunal 0 judges, not run>"
+
+
+def test_no_judges_is_a_config_error() -> None:
+    """A panel without judges says how to declare them."""
+    with pytest.raises(ConfigError, match=r"Tribunal has no judges: declare `agents = \[...\]`"):
+        Tribunal(input="x").call()
+
+
+def test_something_that_is_not_a_judge(server: LoopbackServer) -> None:
+    """A judge that is neither an Agent nor a Tribunal is a ConfigError naming it."""
+    with pytest.raises(ConfigError, match="a judge must be an Agent or Tribunal class"):
+        Tribunal(input="x", agents=[judge(server, "Fine"), "not a judge"]).call()
+    assert server.requests == []
+
+
+# Declared subclasses --------------------------------------------------------------------
+
+
+def test_declared_subclass(server: LoopbackServer) -> None:
+    """agents, timeout, verdict, on/before/after/callback declared in the class body."""
+    script(
+        server,
+        {
+            "Polite": says(True, "says please"),
+            "Helpful": says(False, "no answer"),
+            "Accurate": says(True, "right date"),
+            "Broken": "no JSON at all",
+        },
+    )
+    Polite, Helpful = judge(server, "Polite"), judge(server, "Helpful")
+    Accurate, Broken = judge(server, "Accurate"), judge(server, "Broken")
+    log: list[tuple[Any, ...]] = []
+
+    class ReplyQuality(Tribunal):
+        agents = (Polite, Helpful, Accurate, Broken)
+        timeout = 3
+
+        @Tribunal.verdict("majority", may_fail=1)
+        def passed(result: Result) -> bool:
+            return result.processed["pass"] is True
+
+        @Tribunal.on("after_agent")
+        def show(result: Result, index: int) -> None:
+            log.append(("on after_agent", result.agent, index))
+
+        @Tribunal.after("agent")
+        def also(result: Result, index: int) -> None:
+            log.append(("after agent", result.agent, index))
+
+        @Tribunal.callback("agent_error")
+        def failed(name: str, error: Exception, index: int) -> None:
+            log.append(("agent_error", name, type(error), index))
+
+        @Tribunal.before("verdict")
+        def drop_helpful(results: list[Result]) -> list[Result]:
+            return [result for result in results if result.agent != "Helpful"]
+
+    tribunal = ReplyQuality(input="Thanks for waiting!")
+    assert tribunal.timeout == 3
+    assert tribunal.may_fail == 1
+    tribunal.call()
+    assert log == [
+        ("on after_agent", "Polite", 0),
+        ("after agent", "Polite", 0),
+        ("on after_agent", "Helpful", 1),
+        ("after agent", "Helpful", 1),
+        ("on after_agent", "Accurate", 2),
+        ("after agent", "Accurate", 2),
+        ("agent_error", "Broken", JudgeOutputError, 3),
+    ]
+    verdict = tribunal.verdict
+    assert [vote.agent for vote in verdict.votes] == ["Polite", "Accurate"]  # Helpful dropped
+    assert verdict.value is True
+    assert verdict.rule == "majority: more than half of the votes must pass; may_fail=1"
+    assert ReplyQuality.passed(tribunal.results[1]) is False  # still a plain function
+    assert user_turns(server) == ["Thanks for waiting!"] * 4
+
+
+def test_declared_process(server: LoopbackServer) -> None:
+    """@Tribunal.process in the class body computes the verdict from all results."""
+    script(server, {"A": says(True), "B": says(False), "C": says(True)})
+
+    class Count(Tribunal):
+        agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
+
+        @Tribunal.process
+        def passing(results: list[Result]) -> int:
+            return sum(1 for result in results if result.processed["pass"])
+
+    tribunal = Count(input="x").call()
+    assert tribunal.verdict.value == 2
+    assert tribunal.verdict.passed is True
+    assert tribunal.verdict.rule == "process: passing"
+
+
+def test_strategy_and_may_fail_as_class_attributes(server: LoopbackServer) -> None:
+    """strategy = "majority" and may_fail = 1 on the class; votes read from "pass"."""
+    script(
+        server,
+        {"Yes1": says(True), "Yes2": says(True), "No": says(False), "Broken": "garbage"},
+    )
+
+    class Lenient(Tribunal):
+        agents = tuple(judge(server, n) for n in ("Yes1", "Yes2", "No", "Broken"))
+        strategy = "majority"
+        may_fail = 1
+
+    tribunal = Lenient(input="x")
+    assert tribunal.may_fail == 1
+    verdict = tribunal.call().verdict
+    assert verdict.value is True
+    assert [vote.vote for vote in verdict.votes] == [True, True, False]
+    assert verdict.rule == "majority: more than half of the votes must pass; may_fail=1"
+    assert [entry["agent"] for entry in tribunal.errors] == ["Broken"]
+
+
+def test_may_fail_attribute_with_a_verdict_decorator(server: LoopbackServer) -> None:
+    """may_fail = 0 declared on the class still holds when a verdict rule is declared too."""
+    script(server, {"Good": says(True), "Broken": "garbage"})
+
+    class Strict(Tribunal):
+        agents = (judge(server, "Good"), judge(server, "Broken"))
+        may_fail = 0
+
+        @Tribunal.verdict("majority")
+        def passed(result: Result) -> bool:
+            return bool(result.processed["pass"])
+
+    assert Strict(input="x").may_fail == Strict.may_fail == 0
+    with pytest.raises(AllAgentsFailed):
+        Strict(input="x").call()
+
+
+def test_evaluator_named_verdict(server: LoopbackServer) -> None:
+    """Naming the evaluator `verdict` still gives a nested-usable result()."""
+    script(server, {"Good": says(True)})
+
+    class Panel(Tribunal):
+        agents = (judge(server, "Good"),)
+
+        @Tribunal.verdict("unanimous")
+        def verdict(result: Result) -> bool:
+            return bool(result.processed["pass"])
+
+    tribunal = Panel(input="x").call()
+    assert tribunal.verdict.value is True
+    assert tribunal.result().processed == {"verdict": True}
+    assert repr(tribunal) == "<Panel 1 judges, passed>"
+
+
+# Hooks ----------------------------------------------------------------------------------
+
+
+def test_hook_order_and_arguments(server: LoopbackServer) -> None:
+    """Hooks fire in the documented order with the documented arguments, in panel order."""
+    # The failing judge is first and slow: hooks still follow the panel, not completion.
+    script(
+        server,
+        {"Failing": Reply(content="not JSON", delay=0.2), "Fine": says(True, "ok")},
+    )
+    Failing, Fine = judge(server, "Failing"), judge(server, "Fine")
+    calls: list[tuple[Any, ...]] = []
+    tribunal = Tribunal(input="Hello", agents=[Failing, Fine])
+    tribunal.on("before_call", lambda: calls.append(("before_call",)))
+    tribunal.on("before_agent", lambda agent, index: calls.append(("before_agent", agent, index)))
+    tribunal.on("after_agent", lambda result, index: calls.append(("after_agent", result, index)))
+    tribunal.on(
+        "agent_error", lambda name, error, index: calls.append(("agent_error", name, error, index))
+    )
+    tribunal.on(
+        "after_call",
+        lambda results, errors: calls.append(("after_call", list(results), list(errors))),
+    )
+    tribunal.on("before_verdict", lambda results: calls.append(("before_verdict", list(results))))
+    tribunal.on("after_verdict", lambda verdict: calls.append(("after_verdict", verdict)))
+    tribunal.call()
+
+    assert [call[0] for call in calls] == [
+        "before_call",
+        "before_agent",
+        "before_agent",
+        "agent_error",
+        "after_agent",
+        "after_call",
+        "before_verdict",
+        "after_verdict",
+    ]
+    (fine,) = tribunal.results
+    (failure,) = tribunal.errors
+    error = failure["error"]
+    assert failure == {"agent": "Failing", "error": error}
+    assert isinstance(error, JudgeOutputError)
+    assert error.raw == "not JSON"
+    first, second = calls[1], calls[2]
+    assert (type(first[1]), first[1].input, first[2]) == (Failing, "Hello", 0)
+    assert (type(second[1]), second[1].input, second[2]) == (Fine, "Hello", 1)
+    assert calls[3] == ("agent_error", "Failing", error, 0)
+    assert calls[4] == ("after_agent", fine, 1)
+    assert calls[5] == ("after_call", [fine], [{"agent": "Failing", "error": error}])
+    assert calls[6] == ("before_verdict", [fine])
+    assert calls[7] == ("after_verdict", tribunal.verdict)
+    assert tribunal.verdict.value is True  # a None-returning before_verdict keeps the results
+
+
+def test_before_verdict_replaces_the_results(server: LoopbackServer) -> None:
+    """before_verdict's return value is what the verdict sees; None keeps the results."""
+    script(server, {"Yes": says(True), "No": says(False)})
+    tribunal = Tribunal(input="x", agents=[judge(server, "Yes"), judge(server, "No")])
+    tribunal.before("verdict", lambda results: None)
+    tribunal.before("verdict", lambda results: [r for r in results if r.processed["pass"]])
+    verdict = tribunal.call().verdict
+    assert [result.agent for result in tribunal.results] == ["Yes", "No"]
+    assert [vote.agent for vote in verdict.votes] == ["Yes"]
+    assert verdict.value is True  # unanimous over what the hook kept
+    assert verdict.tally == "1/1"
+
+
+def test_instance_hooks_add_to_class_hooks_for_that_instance(server: LoopbackServer) -> None:
+    """An instance hook runs after the class's; other instances and the class are unchanged."""
+    script(server, {"A": says(True), "B": says(False)})
+    seen: list[str] = []
+
+    class Logged(Tribunal):
+        agents = (judge(server, "A"),)
+
+        @Tribunal.after("call")
+        def log(results: list[Result], errors: list[Any]) -> None:
+            seen.append("class")
+
+    first = Logged(input="x")
+    assert first.after("call", lambda results, errors: seen.append("instance")) is first
+    first.process(lambda results: "instance process")
+    assert first.call().verdict.value == "instance process"
+    assert seen == ["class", "instance"]
+
+    seen.clear()
+    second = Logged(input="x").call()
+    assert seen == ["class"]
+    assert second.verdict.value is True
+    assert second.verdict.rule == "unanimous: every vote must pass"
+
+
+def test_subclasses_are_isolated(server: LoopbackServer) -> None:
+    """Hooks and rules of a child never reach its parent, its sibling or Tribunal itself."""
+    script(server, {"A": says(True)})
+    A = judge(server, "A")
+    seen: list[str] = []
+
+    class Parent(Tribunal):
+        agents = (A,)
+
+        @Tribunal.on("after_call")
+        def parent_hook(results: list[Result], errors: list[Any]) -> None:
+            seen.append("parent")
+
+    class Child(Parent):
+        @Parent.on("after_call")  # through the parent's name, still the child's
+        def child_hook(results: list[Result], errors: list[Any]) -> None:
+            seen.append("child")
+
+        @Tribunal.verdict("at_least", 2)
+        def passed(result: Result) -> bool:
+            return True
+
+    class Sibling(Parent):
+        pass
+
+    class Other(Tribunal):
+        agents = (A,)
+
+        @Tribunal.on("after_call")
+        def other_hook(results: list[Result], errors: list[Any]) -> None:
+            seen.append("other")
+
+    def child_later(results: list[Result], errors: list[Any]) -> None:
+        seen.append("child later")
+
+    assert Child.on("after_call", child_later) is child_later
+
+    @Sibling.after("call")
+    def sibling_later(results: list[Result], errors: list[Any]) -> None:
+        seen.append("sibling later")
+
+    def run(cls: type[Tribunal]) -> tuple[list[str], str]:
+        seen.clear()
+        tribunal = cls(input="x").call()
+        return list(seen), tribunal.verdict.rule
+
+    unanimous = "unanimous: every vote must pass"
+    assert run(Parent) == (["parent"], unanimous)
+    assert run(Child) == (
+        ["parent", "child", "child later"],
+        "at_least(2): at least 2 votes must pass",
+    )
+    assert run(Sibling) == (["parent", "sibling later"], unanimous)
+    assert run(Other) == (["other"], unanimous)
+    assert run(type("Plain", (Tribunal,), {"agents": [A]})) == ([], unanimous)
+    seen.clear()
+    Tribunal(input="x", agents=[A]).call()
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        lambda: Tribunal(input="x").on("after_lunch", print),
+        lambda: Tribunal(input="x").on("after_lunch"),
+        lambda: Tribunal(input="x").after("lunch", print),
+        lambda: Tribunal(input="x").callback("error", print),
+        lambda: Tribunal.on("after_lunch"),
+        lambda: Tribunal.before("lunch"),
+        lambda: Tribunal.callback("error"),
+    ],
+)
+def test_unknown_hook_lists_the_valid_ones(register: Any) -> None:
+    """An unknown hook is a ValueError listing every valid hook."""
+    with pytest.raises(
+        ValueError, match=r"unknown Tribunal hook '(after_lunch|before_lunch|error)'"
+    ):
+        register()
+    with pytest.raises(ValueError) as caught:
+        register()
+    assert VALID_HOOKS in str(caught.value)
+
+
+def test_unknown_hook_in_a_class_body() -> None:
+    """An unknown hook declared in a class body fails when the class is defined."""
+    with pytest.raises(ValueError, match="unknown Tribunal hook 'after_party'"):
+
+        class Bad(Tribunal):
+            @Tribunal.after("party")
+            def hook(self) -> None:
+                pass
+
+
+def test_unknown_strategy_lists_the_valid_ones() -> None:
+    """An unknown strategy is a ValueError listing the valid ones, wherever it is given."""
+    with pytest.raises(ValueError, match="unknown verdict strategy 'plurality'") as caught:
+        Tribunal.verdict("plurality")
+    assert VALID_STRATEGIES in str(caught.value)
+    with pytest.raises(ValueError, match=VALID_STRATEGIES):
+
+        class Bad(Tribunal):
+            strategy = "plurality"
+
+    with pytest.raises(ValueError, match=VALID_STRATEGIES):
+        Tribunal(input="x", strategy="plurality")
+
+
+@pytest.mark.parametrize("may_fail", [-1, True, 1.5, "1"])
+def test_bad_may_fail(may_fail: Any) -> None:
+    """may_fail must be None or a whole number >= 0."""
+    with pytest.raises(ConfigError, match="may_fail expects None or a whole number >= 0"):
+        Tribunal(input="x", may_fail=may_fail)
+    with pytest.raises(ConfigError, match="may_fail expects None or a whole number >= 0"):
+        Tribunal.verdict("majority", may_fail=may_fail)
+
+
+def test_unknown_stream() -> None:
+    """An unknown stream name is a ValueError listing the valid ones."""
+    with pytest.raises(ValueError, match=r"unknown Tribunal stream\(s\) tokens. Valid streams"):
+        Tribunal(input="x", streams={"tokens": print})
+
+
+# Verdict strategies ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "votes", "expected"),
+    [
+        ("unanimous", [True, True, True], True),
+        ("unanimous", [True, True, False], False),
+        ("majority", [True, False], False),  # 1 of 2 is not a majority
+        ("majority", [True, True, False], True),  # 2 of 3 is
+        ("majority", [True, False, False], False),
+    ],
+)
+def test_unanimous_and_majority(
+    server: LoopbackServer, rule: str, votes: list[bool], expected: bool
+) -> None:
+    """The built-in rules over the judges' "pass" votes."""
+    names = [f"J{index}" for index in range(len(votes))]
+    script(server, {name: says(vote) for name, vote in zip(names, votes, strict=True)})
+    tribunal = Tribunal(input="x", agents=[judge(server, name) for name in names], strategy=rule)
+    verdict = tribunal.call().verdict
+    assert verdict.value is expected
+    assert bool(verdict) is expected
+    assert [vote.vote for vote in verdict.votes] == votes
+
+
+@pytest.mark.parametrize(
+    ("rule", "args", "field", "expected", "tally"),
+    [
+        ("at_least", (2,), "pass", True, "2/3"),
+        ("at_least", (3,), "pass", False, "2/3"),
+        ("fraction", (0.6,), "pass", True, "2/3"),
+        ("fraction", (0.7,), "pass", False, "2/3"),
+        ("mean", (0.75,), "score", True, "2/3"),  # (1.0 + 0.5 + 0.75) / 3 = 0.75
+        ("mean", (0.8,), "score", False, "1/3"),
+    ],
+)
+def test_parametrised_strategies(
+    server: LoopbackServer,
+    rule: str,
+    args: tuple[Any, ...],
+    field: str,
+    expected: bool,
+    tally: str,
+) -> None:
+    """Tribunal.verdict("at_least", 2), ("fraction", 0.6), ("mean", 0.75) with an evaluator."""
+    script(
+        server,
+        {
+            "A": says(True, score=1.0),
+            "B": says(False, score=0.5),
+            "C": says(True, score=0.75),
+        },
+    )
+
+    class Scored(Tribunal):
+        agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
+
+        @Tribunal.verdict(rule, *args)
+        def vote(result: Result) -> Any:
+            return result.processed[field]
+
+    verdict = Scored(input="x").call().verdict
+    assert verdict.value is expected
+    assert verdict.tally == tally
+    assert [vote.vote for vote in verdict.votes] == (
+        [True, False, True] if field == "pass" else [1.0, 0.5, 0.75]
+    )
+
+
+def test_process_takes_priority_over_a_strategy(server: LoopbackServer) -> None:
+    """With both a strategy and process, process decides; the votes are still shown."""
+    script(server, {"A": says(True), "B": says(True)})
+
+    class Both(Tribunal):
+        agents = (judge(server, "A"), judge(server, "B"))
+
+        @Tribunal.verdict("unanimous")
+        def passed(result: Result) -> bool:
+            return bool(result.processed["pass"])
+
+        @Tribunal.process
+        def failing(results: list[Result]) -> int:
+            return sum(1 for result in results if not result.processed["pass"])
+
+    verdict = Both(input="x").call().verdict
+    assert verdict.value == 0
+    assert verdict.passed is False
+    assert not verdict
+    assert verdict.rule == "process: failing"
+    assert [(vote.vote, vote.passed) for vote in verdict.votes] == [(True, True), (True, True)]
+
+    instance = Tribunal(input="x", agents=Both.agents, strategy="majority")
+    instance.process(lambda results: "decided by process")
+    assert instance.call().verdict.value == "decided by process"
+
+
+# Failures -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("may_fail", "failing", "raises"),
+    [
+        (1, 1, None),
+        (1, 2, "2 of 3 judges failed (may_fail=1)"),
+        (None, 2, None),
+        (None, 3, "all 3 judges failed"),
+        (0, 0, None),
+        (0, 1, "1 of 3 judges failed (may_fail=0)"),
+        (2, 2, None),
+        (5, 3, "all 3 judges failed"),
+    ],
+)
+def test_may_fail_boundaries(
+    server: LoopbackServer, may_fail: int | None, failing: int, raises: str | None
+) -> None:
+    """Up to may_fail judge errors are tolerated; None tolerates all but every judge failing."""
+    names = ["J0", "J1", "J2"]
+    broken = names[len(names) - failing :]
+    script(server, {name: "no JSON" if name in broken else says(True) for name in names})
+    events: list[Event] = []
+    tribunal = Tribunal(
+        input="x",
+        agents=[judge(server, name) for name in names],
+        may_fail=may_fail,
+        streams={"tribunal": events.append},
+    )
+    if raises is None:
+        verdict = tribunal.call().verdict
+        assert verdict.value is True
+        assert [vote.agent for vote in verdict.votes] == names[: len(names) - failing]
+        assert [failure.agent for failure in verdict.errors] == broken
+        assert [event.kind for event in events] == ["started", "finished"]
+        return
+    with pytest.raises(AllAgentsFailed) as caught:
+        tribunal.call()
+    assert f"Tribunal: {raises}:" in str(caught.value)
+    assert "  J2: JudgeOutputError: the reply has no JSON object in it" in str(caught.value)
+    assert [entry["agent"] for entry in caught.value.errors] == broken
+    assert all(type(entry["error"]) is JudgeOutputError for entry in caught.value.errors)
+    assert caught.value.errors == tribunal.errors
+    assert tribunal.verdict is None
+    assert [event.kind for event in events] == ["started", "failed"]
+    assert events[1].error is caught.value
+
+
+def test_unusable_judge_replies_are_judge_errors(server: LoopbackServer) -> None:
+    """Garbage, empty, think-only replies and provider errors fail that judge only."""
+    import litellm
+
+    script(
+        server,
+        {
+            "Good": says(True, "fine"),
+            "Garbage": "The answer is yes.",
+            "Empty": Reply(content=""),
+            "Thinker": Reply(content="<think>hmm</think>"),
+            "Reasoner": Reply(content="", reasoning="only thoughts"),
+            "Erroring": Reply(status=500, error="scripted outage"),
+        },
+    )
+    names = ["Good", "Garbage", "Empty", "Thinker", "Reasoner", "Erroring"]
+    agents = tuple(
+        judge(server, name, params={**server.params, "max_retries": 0}) for name in names
+    )
+    tribunal = Tribunal(input="x", agents=agents).call()
+    assert [result.agent for result in tribunal.results] == ["Good"]
+    assert [entry["agent"] for entry in tribunal.errors] == names[1:]
+    errors = [entry["error"] for entry in tribunal.errors]
+    assert [type(error) for error in errors[:4]] == [
+        JudgeOutputError,
+        InvalidResponse,
+        DegenerateResponse,
+        DegenerateResponse,
+    ]
+    assert errors[0].raw == "The answer is yes."
+    assert errors[1].reason == "empty_response"
+    assert isinstance(errors[4], litellm.exceptions.InternalServerError)
+    assert "scripted outage" in str(errors[4])
+    assert tribunal.verdict.value is True
+    assert tribunal.verdict.tally == "1/1"
+
+
+def test_setup_errors_fail_the_panel_unchanged(server: LoopbackServer) -> None:
+    """A judge without a model is the test's mistake: the ConfigError is raised as is."""
+    script(server, {"Good": says(True)})
+    events: list[Event] = []
+    tribunal = Tribunal(
+        input="x",
+        agents=[judge(server, "Good"), judge(server, "Modelless", model=None)],
+        may_fail=5,
+        streams={"tribunal": events.append},
+    )
+    visited: list[Result] = []
+    tribunal.on("after_agent", lambda result, index: visited.append(result))
+    with pytest.raises(ConfigError, match="agent Modelless has no model"):
+        tribunal.call()
+    assert tribunal.verdict is None
+    assert tribunal.errors == []  # not counted against may_fail
+    assert visited == []  # the panel stops before visiting the results
+    assert [event.kind for event in events] == ["started", "failed"]
+    assert type(events[1].error) is ConfigError
+
+
+def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
+    """A judge still running at the deadline is an AgentTimeout; the others count."""
+    warm_up(server)
+    script(
+        server,
+        {
+            "Slow": Reply(content=says(False), delay=5),
+            "Quick": says(True),
+            "Quicker": says(True),
+        },
+    )
+    events: list[Event] = []
+    tribunal = Tribunal(
+        input="x",
+        agents=[judge(server, "Slow"), judge(server, "Quick"), judge(server, "Quicker")],
+        timeout=0.5,
+        streams={"agent": events.append},
+    )
+    started = time.perf_counter()
+    tribunal.call()
+    assert time.perf_counter() - started < 3
+    assert tribunal.execution_time < 3
+    (timed_out,) = tribunal.errors
+    assert timed_out["agent"] == "Slow"
+    assert type(timed_out["error"]) is AgentTimeout
+    assert isinstance(timed_out["error"], TimeoutError)
+    assert str(timed_out["error"]) == "Agent Slow timed out after 0.5s"
+    assert [result.agent for result in tribunal.results] == ["Quick", "Quicker"]
+    assert tribunal.verdict.value is True
+    assert tribunal.verdict.tally == "2/2"
+    assert [entry["agent"] for entry in tribunal.agent_execution_times] == [
+        "Slow",
+        "Quick",
+        "Quicker",
+    ]
+    assert tribunal.agent_execution_times[0]["time"] >= 0.5
+    slow = [event for event in events if event.agent == "Slow"]
+    assert [event.kind for event in slow] == ["started", "timed_out"]
+    assert slow[1].error is timed_out["error"]
+    assert slow[1].index == 0
+
+
+def test_judges_run_concurrently(server: LoopbackServer) -> None:
+    """Three judges delayed 0.4 s each finish together, not one after another (1.2 s)."""
+    warm_up(server)
+    server.handler = lambda body: Reply(content=says(True), delay=0.4)
+    agents = tuple(judge(server, name) for name in ("A", "B", "C"))
+    started = time.perf_counter()
+    tribunal = Tribunal(input="x", agents=agents).call()
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0
+    assert tribunal.execution_time < 1.0
+    assert len(server.requests) == 3
+    assert all(entry["time"] >= 0.4 for entry in tribunal.agent_execution_times)
+    assert tribunal.verdict.tally == "3/3"
+
+
+# Nesting --------------------------------------------------------------------------------
+
+
+def test_nested_tribunal(server: LoopbackServer) -> None:
+    """A tribunal is a judge: as an instance (its own input) or a class (the outer input)."""
+    script(server, {"A": says(True), "B": says(True), "C": says(True, "outer judge")})
+    A, B, C = judge(server, "A"), judge(server, "B"), judge(server, "C")
+
+    class Inner(Tribunal):
+        agents = (A, B)
+
+    inner = Inner(input="inner input")
+    outer = Tribunal(input="outer input", agents=[C, inner, Inner]).call()
+
+    assert [result.agent for result in outer.results] == ["C", "Inner", "Inner"]
+    nested = outer.results[1]
+    assert isinstance(nested, Result)
+    assert nested.processed == {"verdict": True}
+    assert nested.output is None
+    assert nested.input == "inner input"
+    assert outer.results[2].input == "outer input"
+    assert outer.results[2].processed == {"verdict": True}
+    assert inner.result() == nested
+    assert inner.verdict.tally == "2/2"
+    assert outer.verdict.value is True
+    assert [vote.vote for vote in outer.verdict.votes] == [True, True, True]
+    assert user_turns(server) == ["inner input"] * 2 + ["outer input"] * 3
+
+
+def test_failing_nested_tribunal_is_a_judge_error(server: LoopbackServer) -> None:
+    """A nested panel whose judges all fail is one judge error of the outer panel."""
+    script(server, {"A": "garbage", "C": says(True)})
+
+    class Inner(Tribunal):
+        agents = (judge(server, "A"),)
+
+    outer = Tribunal(input="x", agents=[judge(server, "C"), Inner]).call()
+    (failure,) = outer.errors
+    assert failure["agent"] == "Inner"
+    assert type(failure["error"]) is AllAgentsFailed
+    assert outer.verdict.value is True
+
+
+def test_nested_tribunal_tokens_count(server: LoopbackServer) -> None:
+    """The outer verdict's tokens include the tokens of a nested panel's judges."""
+    script(server, {"A": says(True), "C": says(True)})
+
+    class Inner(Tribunal):
+        agents = (judge(server, "A", model="openai/gpt-4o-mini"),)
+
+    inner = Inner(input="x")
+    outer = Tribunal(
+        input="x", agents=[judge(server, "C", model="openai/gpt-4o-mini"), inner]
+    ).call()
+    inner_tokens = inner.verdict.tokens
+    own_tokens = outer.results[0].tokens
+    assert inner_tokens > 0
+    assert outer.verdict.cost == pytest.approx(outer.results[0].cost + inner.verdict.cost)
+    assert outer.verdict.tokens == own_tokens + inner_tokens
+
+
+# The Verdict ----------------------------------------------------------------------------
+
+
+def test_verdict_object(server: LoopbackServer) -> None:
+    """The Verdict carries votes, errors, agreement, tokens and the tally."""
+    script(
+        server,
+        {
+            "Polite": says(True, "says please"),
+            "Helpful": says(True, "answers"),
+            "Accurate": says(False, "wrong date"),
+            "Broken": "no JSON",
+        },
+    )
+
+    class Quality(Tribunal):
+        agents = tuple(judge(server, n) for n in ("Polite", "Helpful", "Accurate", "Broken"))
+
+        @Tribunal.verdict("majority", may_fail=1)
+        def passed(result: Result) -> bool:
+            return bool(result.processed["pass"])
+
+    tribunal = Quality(input="Thanks for waiting!").call()
+    verdict = tribunal.verdict
+    assert isinstance(verdict, Verdict)
+    assert verdict
+    assert verdict.tribunal == "Quality"
+    assert (verdict.value, verdict.passed) == (True, True)
+    assert [(v.agent, v.model, v.vote, v.passed, v.reason) for v in verdict.votes] == [
+        ("Polite", "openai/loopback", True, True, "says please"),
+        ("Helpful", "openai/loopback", True, True, "answers"),
+        ("Accurate", "openai/loopback", False, False, "wrong date"),
+    ]
+    (failure,) = verdict.errors
+    assert isinstance(failure, JudgeFailure)
+    assert failure.agent == "Broken"
+    assert type(failure.error) is JudgeOutputError
+    assert verdict.agreement == pytest.approx(1 / 3)  # 1 of 3 judge pairs agree
+    # Prompt: 1 word of instructions + 3 of input; replies of 5, 4 and 5 words.
+    assert verdict.tokens == (4 + 5) + (4 + 4) + (4 + 5)
+    assert verdict.tokens == sum(result.tokens for result in tribunal.results)
+    assert verdict.cost is None
+    assert verdict.tally == "2/3"
+    assert verdict.reasons == {
+        "Polite": "says please",
+        "Helpful": "answers",
+        "Accurate": "wrong date",
+    }
+    assert verdict.execution_time == tribunal.execution_time
+    assert [vote.tokens for vote in verdict.votes] == [9, 8, 9]
+    assert repr(tribunal) == "<Quality 4 judges, passed>"
+    assert tribunal.result().processed == {"verdict": True}
+    assert tribunal.result().agent == "Quality"
+
+
+def test_failing_verdict_is_falsy(server: LoopbackServer) -> None:
+    """A verdict that does not pass is falsy and says so."""
+    script(server, {"A": says(True), "B": says(False), "C": says(False)})
+    tribunal = Tribunal(
+        input="x", agents=[judge(server, n) for n in "ABC"], strategy="majority"
+    ).call()
+    assert not tribunal.verdict
+    assert bool(tribunal.verdict) is False
+    assert tribunal.verdict.value is False
+    assert tribunal.verdict.tally == "1/3"
+    assert repr(tribunal) == "<Tribunal 3 judges, failed>"
+    assert tribunal.result().processed == {"verdict": False}
+
+
+def test_verdict_cost_sums_the_judges(server: LoopbackServer) -> None:
+    """With priced models the verdict's cost is the sum of the judges' costs."""
+    script(server, {"A": says(True), "B": says(True)})
+    agents = tuple(judge(server, n, model="openai/gpt-4o-mini") for n in "AB")
+    tribunal = Tribunal(input="x", agents=agents).call()
+    costs = [result.cost for result in tribunal.results]
+    assert all(cost is not None and cost > 0 for cost in costs)
+    assert tribunal.verdict.cost == pytest.approx(sum(costs))
+    assert tribunal.result().cost == tribunal.verdict.cost
+
+
+# Streams and async ----------------------------------------------------------------------
+
+
+def test_streams(server: LoopbackServer) -> None:
+    """token gets (agent, delta); agent and tribunal streams get Event objects."""
+    polite = says(True, "kind words")
+    script(server, {"Polite": polite, "Broken": "not json"})
+    tokens: list[tuple[str, str]] = []
+    agent_events: list[Event] = []
+    tribunal_events: list[Event] = []
+    tribunal = Tribunal(
+        input="x",
+        agents=[judge(server, "Polite"), judge(server, "Broken")],
+        streams={
+            "token": lambda agent, delta: tokens.append((agent, delta)),
+            "agent": agent_events.append,
+            "tribunal": tribunal_events.append,
+        },
+    ).call()
+
+    assert all(body["stream"] is True for body in server.requests)
+    assert "".join(delta for agent, delta in tokens if agent == "Polite") == polite
+    assert "".join(delta for agent, delta in tokens if agent == "Broken") == "not json"
+    assert {agent for agent, _ in tokens} == {"Polite", "Broken"}
+
+    assert all(isinstance(event, Event) for event in agent_events + tribunal_events)
+    by_agent = {
+        name: [event for event in agent_events if event.agent == name]
+        for name in ("Polite", "Broken")
+    }
+    assert [e.kind for e in by_agent["Polite"]] == ["started", "finished"]
+    assert [e.kind for e in by_agent["Broken"]] == ["started", "failed"]
+    assert [e.index for e in by_agent["Polite"]] == [0, 0]
+    assert [e.index for e in by_agent["Broken"]] == [1, 1]
+    assert by_agent["Polite"][1].result is tribunal.results[0]
+    assert by_agent["Broken"][1].error is tribunal.errors[0]["error"]
+    assert all(event.tribunal == "Tribunal" for event in agent_events)
+    assert [event.kind for event in tribunal_events] == ["started", "finished"]
+    assert tribunal_events[1].verdict is tribunal.verdict
+    assert tribunal.verdict.value is True
+
+
+def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
+    """Coroutine-function hooks and process run to completion, in order."""
+    script(server, {"Polite": says(True), "Rude": says(False)})
+    log: list[Any] = []
+
+    class AsyncHooks(Tribunal):
+        agents = (judge(server, "Polite"), judge(server, "Rude"))
+
+        @Tribunal.before("call")
+        async def starting() -> None:
+            await asyncio.sleep(0)
+            log.append("before_call")
+
+        @Tribunal.before("verdict")
+        async def only_polite(results: list[Result]) -> list[Result]:
+            await asyncio.sleep(0)
+            return [result for result in results if result.agent == "Polite"]
+
+        @Tribunal.after("verdict")
+        async def done(verdict: Verdict) -> None:
+            await asyncio.sleep(0)
+            log.append(("after_verdict", verdict.value))
+
+    async def after_agent(result: Result, index: int) -> None:
+        await asyncio.sleep(0)
+        log.append(("after_agent", result.agent, index))
+
+    tribunal = AsyncHooks(input="x").on("after_agent", after_agent).call()
+    assert log == [
+        "before_call",
+        ("after_agent", "Polite", 0),
+        ("after_agent", "Rude", 1),
+        ("after_verdict", True),
+    ]
+    assert tribunal.verdict.value is True  # unanimous over the Polite judge only
+
+    async def count(results: list[Result]) -> int:
+        await asyncio.sleep(0)
+        return len(results)
+
+    processed = AsyncHooks(input="x").process(count).call()
+    assert processed.verdict.value == 1
+
+
+def test_acall_in_an_async_test(server: LoopbackServer) -> None:
+    """await tribunal.acall() runs the panel on the running loop and returns the tribunal."""
+    script(server, {"A": says(True), "B": says(True)})
+    agents = (judge(server, "A"), judge(server, "B"))
+
+    async def main() -> tuple[Tribunal, Tribunal, Tribunal]:
+        tribunal = Tribunal(input="x", agents=agents)
+        returned = await tribunal.acall()
+        synced = Tribunal(input="y", agents=agents).call()  # sync facade inside a loop
+        return tribunal, returned, synced
+
+    tribunal, returned, synced = asyncio.run(main())
+    assert returned is tribunal
+    assert tribunal.verdict.value is True
+    assert tribunal.verdict.tally == "2/2"
+    assert synced.verdict.value is True
+    assert user_turns(server) == ["x", "x", "y", "y"]

@@ -1,0 +1,454 @@
+"""Verdict strategies, the Verdict value and judge agreement, as plain functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_harness.agent import Result
+from pytest_harness.errors import ConfigError
+from pytest_harness.verdicts import (
+    VALID_STRATEGIES,
+    JudgeFailure,
+    Strategy,
+    Verdict,
+    Vote,
+    at_least,
+    default_vote,
+    fleiss_kappa,
+    fraction,
+    majority,
+    mean,
+    passes,
+    percent_agreement,
+    reason_of,
+    strategy,
+    unanimous,
+)
+
+pytestmark = pytest.mark.harness(cassette=False)
+
+# No example database: property tests must not write files into the repository.
+quick = settings(database=None, deadline=None)
+T, F = True, False
+
+
+# Strategy resolution ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "expected"),
+    [
+        ("unanimous", (), Strategy("unanimous")),
+        ("majority", (), Strategy("majority")),
+        ("at_least", (2,), Strategy("at_least", 2)),
+        ("fraction", (0.5,), Strategy("fraction", 0.5)),
+        ("fraction", (1,), Strategy("fraction", 1.0)),
+        ("mean", (3,), Strategy("mean", 3.0)),
+        ("mean", (-0.5,), Strategy("mean", -0.5)),
+    ],
+)
+def test_strategy_by_name(spec: str, args: tuple[Any, ...], expected: Strategy) -> None:
+    """A strategy name with its argument resolves to the matching Strategy value."""
+    assert strategy(spec, *args) == expected
+
+
+def test_builders_match_names() -> None:
+    """The builder functions build the same values as the names."""
+    assert unanimous() == strategy("unanimous")
+    assert majority() == strategy("majority")
+    assert at_least(3) == strategy("at_least", 3)
+    assert fraction(0.25) == strategy("fraction", 0.25)
+    assert mean(0.7) == strategy("mean", 0.7)
+    assert VALID_STRATEGIES == ("unanimous", "majority", "at_least", "fraction", "mean")
+
+
+def test_a_built_strategy_passes_through() -> None:
+    """A Strategy given as such is returned as is; extra arguments are refused."""
+    built = at_least(2)
+    assert strategy(built) is built
+    with pytest.raises(ConfigError, match=r"strategy at_least is already built; drop the extra"):
+        strategy(built, 3)
+
+
+@pytest.mark.parametrize("spec", ["plurality", "Majority", "", 3, None])
+def test_unknown_strategy_lists_the_valid_ones(spec: Any) -> None:
+    """An unknown name is a ConfigError (a ValueError) naming every valid strategy."""
+    with pytest.raises(ValueError, match="unknown verdict strategy") as caught:
+        strategy(spec)
+    assert isinstance(caught.value, ConfigError)
+    assert "Valid strategies: unanimous, majority, at_least, fraction, mean" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "fragment"),
+    [
+        ("at_least", (), "verdict strategy 'at_least' takes (k), got arguments ()"),
+        ("fraction", (), "verdict strategy 'fraction' takes (min), got arguments ()"),
+        ("mean", (1, 2), "verdict strategy 'mean' takes (min), got arguments (1, 2)"),
+        ("majority", (1,), "verdict strategy 'majority' takes (), got arguments (1,)"),
+        ("unanimous", (True,), "verdict strategy 'unanimous' takes (), got arguments (True,)"),
+    ],
+)
+def test_wrong_number_of_arguments(spec: str, args: tuple[Any, ...], fragment: str) -> None:
+    """A strategy given too few or too many arguments says what it takes."""
+    with pytest.raises(ConfigError) as caught:
+        strategy(spec, *args)
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("build", "fragment"),
+    [
+        (lambda: at_least(0), "at_least(k) expects a whole number k >= 1, got k=0"),
+        (lambda: at_least(-2), "got k=-2"),
+        (lambda: at_least(1.5), "got k=1.5"),
+        (lambda: at_least(True), "got k=True"),
+        (lambda: strategy("at_least", "2"), "got k='2'"),
+        (lambda: fraction(1.5), "fraction(min) expects 0 < min <= 1, got min=1.5"),
+        (lambda: fraction(0), "fraction(min) expects 0 < min <= 1, got min=0"),
+        (lambda: fraction(-0.1), "got min=-0.1"),
+        (lambda: fraction("x"), "fraction(min) expects a number, got min='x'"),
+        (lambda: fraction(True), "fraction(min) expects a number, got min=True"),
+        (lambda: mean("x"), "mean(min) expects a number, got min='x'"),
+        (lambda: mean(None), "mean(min) expects a number, got min=None"),
+        (lambda: mean(False), "mean(min) expects a number, got min=False"),
+    ],
+)
+def test_bad_strategy_arguments_are_config_errors(build: Any, fragment: str) -> None:
+    """Out-of-range or mistyped strategy arguments are ConfigErrors quoting the argument."""
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("built", "text"),
+    [
+        (unanimous(), "unanimous: every vote must pass"),
+        (majority(), "majority: more than half of the votes must pass"),
+        (at_least(2), "at_least(2): at least 2 votes must pass"),
+        (fraction(0.75), "fraction(0.75): at least 0.75 of the votes must pass"),
+        (mean(0.5), "mean(0.5): the mean score must be at least 0.5"),
+    ],
+)
+def test_describe(built: Strategy, text: str) -> None:
+    """Each rule describes itself in words for failure messages."""
+    assert built.describe() == text
+
+
+# decide() ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("built", "votes", "expected"),
+    [
+        (unanimous(), [T, T, T], True),
+        (unanimous(), [T, T, F], False),
+        (unanimous(), [T], True),
+        (unanimous(), [], False),
+        (majority(), [T, F], False),  # 1 of 2 is not more than half
+        (majority(), [T, T, F], True),  # 2 of 3 is
+        (majority(), [T, F, F], False),
+        (majority(), [T, T, F, F], False),
+        (majority(), [T, T, T, F], True),
+        (majority(), [T], True),
+        (majority(), [], False),
+        (at_least(2), [T, F, T], True),
+        (at_least(2), [T, F, F], False),
+        (at_least(1), [], False),
+        (at_least(3), [T, T], False),
+        (fraction(0.5), [T, F], True),
+        (fraction(0.5), [T, F, F], False),
+        (fraction(2 / 3), [T, T, F], True),
+        (fraction(1), [T, T, F], False),
+        (fraction(0.1), [], False),
+        (mean(0.75), [1.0, 0.5, 0.75], True),
+        (mean(0.8), [1.0, 0.5, 0.75], False),
+        (mean(3), [2, 4], True),
+        (mean(0.5), [True, False], True),  # True counts 1, False 0
+        (mean(0.6), [True, False], False),
+        (mean(0), [], False),
+    ],
+)
+def test_decide(built: Strategy, votes: list[Any], expected: bool) -> None:
+    """Each strategy turns votes into the documented pass/fail; no votes never pass."""
+    assert built.decide(votes) is expected
+
+
+@pytest.mark.parametrize(
+    ("vote", "expected"),
+    [
+        ("yes", True),
+        ("true", True),
+        (" TRUE ", True),
+        ("Pass", True),
+        ("passed", True),
+        ("ok", True),
+        ("1", True),
+        ("false", False),
+        ("no", False),
+        ("0", False),
+        ("", False),
+        ("maybe", False),
+        ("yes, mostly", False),
+        (True, True),
+        (False, False),
+        (1, True),
+        (0, False),
+        (None, False),
+        ([], False),
+        ({"a": 1}, True),
+    ],
+)
+def test_passes(vote: Any, expected: bool) -> None:
+    """A text vote passes only as a yes-like word; anything else by its truthiness."""
+    assert passes(vote) is expected
+
+
+def test_string_votes_in_strategies() -> None:
+    """Strategies read "yes"/"false" votes as words, not as non-empty strings."""
+    assert unanimous().decide(["yes", "true", "pass"]) is True
+    assert unanimous().decide(["yes", "false"]) is False
+    assert majority().decide(["no", "false", "yes"]) is False
+    assert majority().decide(["Yes", "OK", "false"]) is True
+    assert at_least(2).decide(["yes", "nope", "1"]) is True
+
+
+def test_mean_needs_numbers() -> None:
+    """mean() refuses a non-numeric vote with a ConfigError telling what to return."""
+    with pytest.raises(ConfigError, match=r"needs numeric votes \(scores\), got 'high'"):
+        mean(0.5).decide([0.9, "high"])
+    assert mean(0.7).vote_passes(0.7) is True
+    assert mean(0.7).vote_passes(0.69) is False
+    assert mean(0.7).vote_passes(True) is True
+
+
+# default_vote, reason_of, the Verdict value ---------------------------------------------
+
+
+def result_with(processed: Any) -> Result:
+    return Result(input="x", output=None, processed=processed, agent="Judge")
+
+
+@pytest.mark.parametrize(
+    ("processed", "vote"),
+    [
+        ({"verdict": "yes", "pass": False}, "yes"),
+        ({"pass": False, "score": 9}, False),
+        ({"passed": True, "result": False}, True),
+        ({"result": 0}, 0),
+        ({"score": 0.25, "reason": "meh"}, 0.25),
+    ],
+)
+def test_default_vote_reads_the_first_vote_field(processed: dict[str, Any], vote: Any) -> None:
+    """Without an evaluator the vote is the first of verdict/pass/passed/result/score."""
+    assert default_vote(result_with(processed)) == vote
+
+
+@pytest.mark.parametrize("processed", [{"ok": True}, "free text", None])
+def test_default_vote_without_a_vote_field(processed: Any) -> None:
+    """A result without a vote field is a ConfigError naming the judge and the fields."""
+    with pytest.raises(ConfigError) as caught:
+        default_vote(result_with(processed))
+    message = str(caught.value)
+    assert "cannot tell the vote of judge Judge" in message
+    assert "verdict, pass, passed, result, score" in message
+    assert "@Tribunal.verdict" in message
+
+
+def test_reason_of() -> None:
+    """The reason is the first string among reason/reasoning/explanation/rationale/why."""
+    assert reason_of(result_with({"reason": "kind", "why": "other"})) == "kind"
+    assert reason_of(result_with({"reason": 3, "rationale": "polite"})) == "polite"
+    assert reason_of(result_with({"pass": True})) is None
+    assert reason_of(result_with("text")) is None
+
+
+def vote(agent: str, passed: bool | None, reason: str | None = None) -> Vote:
+    return Vote(
+        agent=agent,
+        model="m",
+        vote=passed,
+        passed=passed,
+        reason=reason,
+        time=0.1,
+        tokens=3,
+        cost=None,
+    )
+
+
+def test_verdict_value() -> None:
+    """A Verdict is truthy when it passes; tally counts passing votes over votes cast."""
+    votes = (vote("A", True, "fine"), vote("B", False, "rude"), vote("C", True))
+    failure = JudgeFailure(agent="D", error=TimeoutError("slow"))
+    passed = Verdict(tribunal="T", value=True, passed=True, rule="r", votes=votes)
+    failed = Verdict(tribunal="T", value=False, passed=False, rule="r", errors=(failure,))
+    assert passed
+    assert bool(passed) is True
+    assert not failed
+    assert bool(failed) is False
+    assert passed.tally == "2/3"
+    assert failed.tally == "0/0"
+    assert passed.reasons == {"A": "fine", "B": "rude", "C": None}
+    assert failure.describe() == "TimeoutError: slow"
+    assert repr(passed) == "<Verdict T passed: 2/3 votes; r>"
+    assert repr(failed) == "<Verdict T failed: 0/0 votes, 1 judge error(s); r>"
+
+
+# Agreement ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("votes", "expected"),
+    [
+        ([], None),
+        ([T], None),
+        ([T, T], 1.0),
+        ([F, F], 1.0),
+        ([T, F], 0.0),
+        ([T, T, F], 1 / 3),  # pairs: TT agree, TF, TF disagree
+        ([T, T, F, F], 1 / 3),  # 2 of 6 pairs agree
+        ([T, T, T, F], 0.5),  # 3 of 6 pairs agree
+        ([T, T, T, T, F], 0.6),  # 6 of 10 pairs agree
+    ],
+)
+def test_percent_agreement(votes: list[bool], expected: float | None) -> None:
+    """Percent agreement is the share of judge pairs that voted alike."""
+    if expected is None:
+        assert percent_agreement(votes) is None
+    else:
+        assert percent_agreement(votes) == pytest.approx(expected)
+
+
+def test_fleiss_kappa_fixed_raters_worked_example() -> None:
+    """Fleiss' kappa, 10 subjects rated pass/fail by 5 raters each, worked by hand.
+
+    Yes counts per subject: 5 4 4 3 0 1 5 2 0 5.
+    P_i = (y(y-1) + n(n-1)) / 20: 1 .6 .6 .4 1 .6 1 .4 1 1, so P-bar = 7.6 / 10 = 0.76.
+    p_yes = 29 / 50 = 0.58, P_e = 0.58^2 + 0.42^2 = 0.5128.
+    kappa = (0.76 - 0.5128) / (1 - 0.5128) = 0.2472 / 0.4872 = 103 / 203.
+    """
+    yes_counts = [5, 4, 4, 3, 0, 1, 5, 2, 0, 5]
+    runs = [[T] * yes + [F] * (5 - yes) for yes in yes_counts]
+    assert fleiss_kappa(runs) == pytest.approx(103 / 203)
+    assert fleiss_kappa(runs) == pytest.approx(0.507389, abs=1e-6)
+
+
+def test_fleiss_kappa_small_example() -> None:
+    """4 subjects, 3 raters: P-bar = (1 + 1/3 + 1 + 1/3) / 4 = 2/3, p = 1/2, kappa = 1/3."""
+    runs = [[T, T, T], [T, T, F], [F, F, F], [T, F, F]]
+    assert fleiss_kappa(runs) == pytest.approx(1 / 3)
+
+
+def test_fleiss_kappa_varying_raters() -> None:
+    """Judges per run may vary: P-bar = (1 + 1/3 + 1) / 3 = 7/9, p = 3/9, kappa = 1/2.
+
+    A run with a single vote carries no agreement and is left out entirely.
+    """
+    runs = [[T, T], [T, F, F], [F, F, F, F]]
+    assert fleiss_kappa(runs) == pytest.approx(0.5)
+    assert fleiss_kappa([*runs, [T]]) == pytest.approx(0.5)
+    assert fleiss_kappa([[F], *runs, []]) == pytest.approx(0.5)
+
+
+def test_fleiss_kappa_worse_than_chance_is_negative() -> None:
+    """Judges that always split: P-bar = 0, p = 1/2, P_e = 1/2, kappa = -1."""
+    assert fleiss_kappa([[T, F], [F, T], [T, F]]) == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [],
+        [[]],
+        [[T], [F]],  # no run with two or more votes
+        [[T, T], [T, T, T]],  # every vote in one category
+        [[F, F], [F, F]],
+    ],
+)
+def test_fleiss_kappa_undefined(runs: list[list[bool]]) -> None:
+    """Kappa is None when no run has two votes or every vote is in one category."""
+    assert fleiss_kappa(runs) is None
+
+
+# Properties -----------------------------------------------------------------------------
+
+bool_lists = st.lists(st.booleans(), min_size=2, max_size=30)
+
+
+@quick
+@given(bool_lists)
+def test_percent_agreement_bounds(votes: list[bool]) -> None:
+    """Percent agreement lies in [0, 1] and is 1 exactly when all votes are equal."""
+    agreement = percent_agreement(votes)
+    assert agreement is not None
+    assert 0.0 <= agreement <= 1.0
+    assert (agreement == 1.0) == (len(set(votes)) == 1)
+
+
+@quick
+@given(bool_lists, st.randoms(use_true_random=False))
+def test_percent_agreement_symmetries(votes: list[bool], random: Any) -> None:
+    """Order does not matter, and neither does which side is called pass."""
+    shuffled = list(votes)
+    random.shuffle(shuffled)
+    flipped = [not vote for vote in votes]
+    assert percent_agreement(shuffled) == pytest.approx(percent_agreement(votes))
+    assert percent_agreement(flipped) == pytest.approx(percent_agreement(votes))
+
+
+@quick
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(2, 8)), min_size=1, max_size=12).filter(
+        lambda runs: len({value for value, _ in runs}) == 2
+    )
+)
+def test_kappa_of_perfect_agreement_is_one(runs: list[tuple[bool, int]]) -> None:
+    """Runs that are each unanimous, some passing and some failing, give kappa 1."""
+    assert fleiss_kappa([[value] * size for value, size in runs]) == pytest.approx(1.0)
+
+
+def reference_fleiss(table: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa from a subjects x categories count table (fixed raters per subject)."""
+    subjects = len(table)
+    raters = sum(table[0])
+    per_subject = [(sum(n * n for n in row) - raters) / (raters * (raters - 1)) for row in table]
+    p_bar = sum(per_subject) / subjects
+    shares = [sum(row[j] for row in table) / (subjects * raters) for j in range(len(table[0]))]
+    p_e = sum(share * share for share in shares)
+    return None if math.isclose(p_e, 1.0) else (p_bar - p_e) / (1 - p_e)
+
+
+@quick
+@given(
+    st.integers(2, 7).flatmap(
+        lambda n: st.lists(st.integers(0, n), min_size=1, max_size=15).map(lambda ys: (n, ys))
+    )
+)
+def test_kappa_matches_the_count_table_formula(case: tuple[int, list[int]]) -> None:
+    """With a fixed number of raters, kappa equals the textbook count-table formula."""
+    raters, yes_counts = case
+    runs = [[T] * yes + [F] * (raters - yes) for yes in yes_counts]
+    expected = reference_fleiss([[yes, raters - yes] for yes in yes_counts])
+    kappa = fleiss_kappa(runs)
+    if expected is None:
+        assert kappa is None
+    else:
+        assert kappa == pytest.approx(expected, abs=1e-9)
+        assert kappa <= 1.0 + 1e-12
+
+
+@quick
+@given(st.lists(st.booleans(), max_size=20), st.integers(1, 5))
+def test_strategies_count_passing_votes(votes: list[bool], k: int) -> None:
+    """majority, unanimous and at_least agree with counting the passing votes."""
+    passing = sum(votes)
+    assert majority().decide(votes) is (2 * passing > len(votes))
+    assert unanimous().decide(votes) is (bool(votes) and passing == len(votes))
+    assert at_least(k).decide(votes) is (passing >= k)

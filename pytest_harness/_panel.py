@@ -125,18 +125,7 @@ async def _run_judges(tribunal: Tribunal, judges: list[Any], started: float) -> 
                 f"Agent {name} timed out after {tribunal.timeout}s"
             )
             result: Any = None
-            _emit(
-                tribunal,
-                "agent",
-                Event(
-                    kind="timed_out",
-                    tribunal=tribunal.name,
-                    agent=name,
-                    index=index,
-                    time=elapsed,
-                    error=error,
-                ),
-            )
+            _agent_event(tribunal, "timed_out", name, index, time=elapsed, error=error)
         else:
             result, error, elapsed = task.result()
         tribunal.agent_execution_times.append({"agent": name, "time": elapsed})
@@ -154,7 +143,7 @@ async def _judge(tribunal: Tribunal, judge: Any, index: int) -> tuple[Any, Any, 
     from pytest_harness.tribunal import Tribunal
 
     name = _name(judge)
-    _emit(tribunal, "agent", Event(kind="started", tribunal=tribunal.name, agent=name, index=index))
+    _agent_event(tribunal, "started", name, index)
     started = time.perf_counter()
     try:
         if isinstance(judge, Agent):
@@ -173,32 +162,10 @@ async def _judge(tribunal: Tribunal, judge: Any, index: int) -> tuple[Any, Any, 
         raise  # a cassette miss, a blocked connection, a setup mistake: the test must say so
     except Exception as error:
         elapsed = round(time.perf_counter() - started, 3)
-        _emit(
-            tribunal,
-            "agent",
-            Event(
-                kind="failed",
-                tribunal=tribunal.name,
-                agent=name,
-                index=index,
-                time=elapsed,
-                error=error,
-            ),
-        )
+        _agent_event(tribunal, "failed", name, index, time=elapsed, error=error)
         return None, error, elapsed
     elapsed = round(time.perf_counter() - started, 3)
-    _emit(
-        tribunal,
-        "agent",
-        Event(
-            kind="finished",
-            tribunal=tribunal.name,
-            agent=name,
-            index=index,
-            time=elapsed,
-            result=value,
-        ),
-    )
+    _agent_event(tribunal, "finished", name, index, time=elapsed, result=value)
     return value, None, elapsed
 
 
@@ -289,6 +256,14 @@ async def transform(tribunal: Tribunal, event: str, value: Any) -> Any:
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def _agent_event(tribunal: Tribunal, kind: str, agent: str, index: int, **fields: Any) -> None:
+    _emit(
+        tribunal,
+        "agent",
+        Event(kind=kind, tribunal=tribunal.name, agent=agent, index=index, **fields),
+    )
 
 
 def _emit(tribunal: Tribunal, stream: str, event: Event) -> None:

@@ -195,6 +195,14 @@ class LoopbackServer:
             self._queue.extend(replies)
         return self
 
+    def reset(self) -> list[Reply]:
+        """Forget the requests seen and the queued replies; return the replies never used."""
+        with self._lock:
+            unused = list(self._queue)
+            self._queue.clear()
+            self.requests.clear()
+        return unused
+
     def _next_queued(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             return self._queue.popleft() if self._queue else Reply()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -42,28 +41,6 @@ class Rating(BaseModel):
 
     passed: bool
     score: int
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[LoopbackServer]:
-    """One loopback server for the module (cheaper than starting one per test)."""
-    with LoopbackServer() as running:
-        yield running
-
-
-@pytest.fixture
-def server(shared_server: LoopbackServer) -> Iterator[LoopbackServer]:
-    """The module's server, as fresh: no requests seen, replies from its queue.
-
-    Every queued reply must be used by the test that queued it.
-    """
-    default = shared_server.handler
-    shared_server.requests.clear()
-    yield shared_server
-    shared_server.handler = default
-    leftover = list(shared_server._queue)  # no public way to look at the queue
-    shared_server._queue.clear()
-    assert leftover == [], "the test queued replies it did not use"
 
 
 def judge(server: LoopbackServer, name: str, instructions: str, **attrs: Any) -> type[Agent]:

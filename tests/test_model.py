@@ -229,12 +229,15 @@ def test_completion_without_choices_is_a_harness_error(server: LoopbackServer, m
 def test_scope_retries_off_fails_fast(server: LoopbackServer) -> None:
     import litellm
 
+    call(server, "sync")  # litellm's first call in a process is slow: not what is timed
+    server.requests.clear()
     server.queue(*[Reply(status=500)] * 3, Reply(content="third time lucky"))
     started = time.perf_counter()
     with _runtime.override(retries=0), pytest.raises(litellm.exceptions.InternalServerError):
         call(server, "sync")
     assert len(server.requests) == 1
     assert time.perf_counter() - started < 1.0
+    assert len(server.reset()) == 3  # what retries would have taken is still queued
 
 
 def test_scope_model_override_replaces_the_model(server: LoopbackServer) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,25 +39,6 @@ VALID_HOOKS = (
     "before_verdict, after_verdict"
 )
 VALID_STRATEGIES = "Valid strategies: unanimous, majority, at_least, fraction, mean"
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[LoopbackServer]:
-    """One loopback server for the module (cheaper than starting one per test)."""
-    with LoopbackServer() as running:
-        yield running
-
-
-@pytest.fixture
-def server(shared_server: LoopbackServer) -> Iterator[LoopbackServer]:
-    """The module's server, as fresh: no requests seen, replies from its queue."""
-    default = shared_server.handler
-    shared_server.requests.clear()
-    yield shared_server
-    shared_server.handler = default
-    leftover = list(shared_server._queue)  # no public way to look at the queue
-    shared_server._queue.clear()
-    assert leftover == [], "the test queued replies it did not use"
 
 
 def judge(server: LoopbackServer, name: str, **attrs: Any) -> type[Agent]:

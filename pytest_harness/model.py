@@ -221,6 +221,7 @@ def _clearer_errors() -> Iterator[None]:
     The provider SDK wraps whatever the transport raised (a cassette miss, a blocked
     connection) into a generic connection error; the test should see the real cause.
     """
+    token = _QUIET.set(True) if _QUIET is not None else None
     try:
         yield
     except Exception as error:
@@ -228,11 +229,21 @@ def _clearer_errors() -> Iterator[None]:
         if better is None:
             raise
         raise better from error
+    finally:
+        if token is not None and _QUIET is not None:
+            _QUIET.reset(token)
+
+
+# litellm's own "internal call" switch: no success-logging thread or logging-worker task per
+# call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
+# is a third of litellm's per-call overhead in replay. Kept when the user asks for
+# litellm's callbacks (HARNESS_LITELLM_CALLBACKS=1).
+_QUIET: Any = None
 
 
 def _lib() -> Any:
     """Import litellm on first use, configured for testing."""
-    global _litellm
+    global _litellm, _QUIET
     if _litellm is None:
         for name, value in _ENV_DEFAULTS.items():
             os.environ.setdefault(name, value)
@@ -241,6 +252,12 @@ def _lib() -> Any:
         litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
         litellm.telemetry = False
         if not os.environ.get("HARNESS_LITELLM_CALLBACKS"):
+            try:
+                from litellm._internal_context import is_internal_call
+
+                _QUIET = is_internal_call
+            except ImportError:  # older litellm: nothing to switch off
+                _QUIET = None
             litellm.cache = None
             litellm.callbacks = []
             litellm.success_callback = []

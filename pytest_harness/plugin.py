@@ -148,6 +148,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     recording = sys.modules.get("pytest_harness.recording")
     if recording is not None:
         recording.stop_local_server()
+    aio = sys.modules.get("pytest_harness._aio")
+    if aio is not None:
+        aio.close_loops()
 
 
 @pytest.fixture

@@ -460,3 +460,22 @@ def test_sync_call_streams_tokens(server: LoopbackServer) -> None:
     assert server.requests[-1]["stream"] is True
     Judge(input="x").call()
     assert "stream" not in server.requests[-1]
+
+
+def test_repeated_sync_calls_share_one_loop_and_keep_litellm_quiet(
+    server: LoopbackServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The sync facade reuses its loop: litellm never warns that the event loop changed."""
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    class Polite(judge(server, "Polite", "Is it polite?")):  # type: ignore[misc]
+        async def acall(self, **kwargs: Any) -> Result:
+            loops.append(asyncio.get_running_loop())
+            return await super().acall(**kwargs)
+
+    server.queue(*[Reply(content='{"pass": true}')] * 3)
+    for _ in range(3):
+        assert Polite(input="Thanks!").call().processed == {"pass": True}
+    assert len(loops) == 3
+    assert loops[0] is loops[1] is loops[2]
+    assert "event loop changed" not in capfd.readouterr().err

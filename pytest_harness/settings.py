@@ -94,7 +94,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         record_from_cli=cli_record is not None,
         model=model,
         model_from_cli=bool(cli_model),
-        report=options.harness_report,
+        report=_report_path(options.harness_report),
         cassette_dir=rootdir / (ini("harness_cassette_dir") or "cassettes"),
         degenerate=degenerate,
         timeout=_seconds("harness_timeout", ini("harness_timeout")),
@@ -106,6 +106,16 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
         verbose=verbose,
     )
+
+
+def _report_path(value: str | None) -> str | None:
+    if value and (Path(value).is_dir() or value.endswith(".py") or "::" in value):
+        raise ConfigError(
+            f"--harness-report got {value!r}, which looks like a test path, not a JSON file: "
+            "write --harness-report=PATH for a JSON report, or put --harness-report after "
+            "the test paths (or as --harness-report=) for the table only"
+        )
+    return value
 
 
 def for_test(

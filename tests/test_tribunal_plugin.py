@@ -285,3 +285,11 @@ def test_plugins_hear_of_each_tribunal(suite: pytest.Pytester) -> None:
         "('test_too_many_broken', 'Shaky', 'error')]\n"
     )
     run(suite).assert_outcomes(passed=3, failed=2)
+
+
+def test_report_option_does_not_swallow_a_test_path(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("sub")
+    (pytester.path / "sub" / "test_a.py").write_text("def test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-report", "sub")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--harness-report got 'sub', which looks like a test path*"])

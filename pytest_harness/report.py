@@ -14,8 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from pytest_harness.verdicts import Verdict, fleiss_kappa, percent_agreement
 
 RECORD_PROPERTY = "harness_tribunal"
@@ -189,6 +187,13 @@ def _vote_text(vote: Any, passed: bool | None) -> str:
         return repr(vote)
     mark = "pass" if passed else "FAIL"
     return mark if isinstance(vote, bool) else f"{mark} ({vote!r})"
+
+
+def tabulate(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """tabulate's plain table, imported when a table is first drawn."""
+    from tabulate import tabulate as draw
+
+    return draw(rows, headers=list(headers))
 
 
 def _plain(value: Any) -> Any:

@@ -65,7 +65,8 @@ def test_importing_the_package_imports_nothing_heavy() -> None:
     code = (
         "import sys, pytest_harness, pytest_harness.plugin\n"
         "from pytest_harness import ResponseValidator, HarnessError\n"
-        "heavy = ('litellm', 'vcr', 'openai', 'httpx', 'yaml')\n"
+        "from pytest_harness import Agent, Tribunal, Verdict, assert_verdict\n"
+        "heavy = ('litellm', 'vcr', 'openai', 'httpx', 'yaml', 'jsonschema', 'tabulate')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness import _runtime, model
-from pytest_harness.agent import Agent, Result
+from pytest_harness.agent import Agent, Result, totals
 from pytest_harness.errors import (
     AgentTimeout,
     AllAgentsFailed,
@@ -25,6 +25,7 @@ from pytest_harness.errors import (
     ConfigError,
     LocalModelError,
     NetworkBlocked,
+    describe,
 )
 from pytest_harness.verdicts import (
     JudgeFailure,
@@ -176,9 +177,7 @@ def _check_failures(tribunal: Tribunal) -> None:
     every = not tribunal.results
     if not every and (may_fail is None or len(errors) <= may_fail):
         return
-    listed = "\n".join(
-        f"  {entry['agent']}: {type(entry['error']).__name__}: {entry['error']}" for entry in errors
-    )
+    listed = "\n".join(f"  {entry['agent']}: {describe(entry['error'])}" for entry in errors)
     what = (
         f"all {len(errors)} judges failed"
         if every
@@ -212,7 +211,7 @@ async def _verdict(tribunal: Tribunal, results: list[Any]) -> Verdict:
         rule = strategy.describe()
     if tribunal.may_fail is not None:
         rule += f"; may_fail={tribunal.may_fail}"
-    costs: list[float] = [r.cost for r in tribunal.results if r.cost is not None]
+    usage, cost = totals(tribunal.results)
     return Verdict(
         tribunal=tribunal.name,
         value=value,
@@ -221,8 +220,8 @@ async def _verdict(tribunal: Tribunal, results: list[Any]) -> Verdict:
         votes=tuple(votes),
         errors=tuple(JudgeFailure(agent=e["agent"], error=e["error"]) for e in tribunal.errors),
         agreement=percent_agreement([v.passed for v in votes if v.passed is not None]),
-        tokens=sum(getattr(r, "tokens", 0) for r in tribunal.results),
-        cost=sum(costs) if costs else None,
+        tokens=usage.total_tokens if usage is not None else 0,
+        cost=cost,
         execution_time=tribunal.execution_time,
     )
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse
+from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse, quote
 from pytest_harness.validator import ResponseValidator
 
 if TYPE_CHECKING:
@@ -151,8 +151,8 @@ def _problem_error(response: ModelResponse, problem: str, scope: Scope) -> Inval
     where = f" in {scope.test_id}" if scope.test_id else ""
     message = (
         f"model {response.model!r} returned {what}{where}.\n"
-        f"  content: {_clip(response.content)}\n"
-        f"  reasoning: {_clip(response.reasoning)}\n"
+        f"  content: {quote(response.content)}\n"
+        f"  reasoning: {quote(response.reasoning)}\n"
         f"  finish_reason: {response.finish_reason!r}\n"
         + (
             "Check the prompt and the model; to accept such responses set "
@@ -164,10 +164,3 @@ def _problem_error(response: ModelResponse, problem: str, scope: Scope) -> Inval
     )
     kind = DegenerateResponse if problem == "degenerate" else InvalidResponse
     return kind(message, response=response, reason=problem, model=response.model)
-
-
-def _clip(text: str | None, limit: int = 300) -> str:
-    if text is None:
-        return "None"
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(text)} chars)"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
@@ -61,6 +61,20 @@ class Result:
     @property
     def tokens(self) -> int:
         return self.usage.total_tokens if self.usage is not None else 0
+
+
+def totals(results: Iterable[Any]) -> tuple[Usage | None, float | None]:
+    """The summed usage and USD cost of some results (None where no result has one)."""
+    usages = [r.usage for r in results if getattr(r, "usage", None) is not None]
+    costs = [r.cost for r in results if getattr(r, "cost", None) is not None]
+    usage = None
+    if usages:
+        usage = Usage(
+            prompt_tokens=sum(u.prompt_tokens for u in usages),
+            completion_tokens=sum(u.completion_tokens for u in usages),
+            total_tokens=sum(u.total_tokens for u in usages),
+        )
+    return usage, (sum(costs) if costs else None)
 
 
 class Agent:
@@ -131,8 +145,8 @@ class Agent:
         system = [self.instructions] if self.instructions else []
         if isinstance(self.memory, str) and self.memory:
             system.append(f"Notes from earlier:\n{self.memory}")
-        schema = structured.json_schema(self.output)
-        if schema_in_prompt and schema is not None:
+        schema = structured.json_schema(self.output) if schema_in_prompt else None
+        if schema is not None:
             system.append(structured.schema_instructions(schema))
         messages: list[dict[str, Any]] = []
         if system:

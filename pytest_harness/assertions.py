@@ -40,7 +40,7 @@ def assert_verdict(
         AssertionError: the verdict failed, or too many judges failed to give one.
     """
     __tracebackhide__ = True
-    panel = _panel(tribunal, input, context, params, memory, options)
+    panel = _panel(tribunal, input, context=context, params=params, memory=memory, **options)
     try:
         panel.call()
     except AllAgentsFailed as error:
@@ -72,16 +72,14 @@ class Harness:
         memory: Any = None,
     ) -> Result:
         """Call an agent (a class is created with the arguments) and return its Result."""
-        if isinstance(agent, type) and issubclass(agent, Agent):
-            agent = agent(input=input, context=context, params=params, memory=memory)
-        if not isinstance(agent, Agent):
-            raise ConfigError(f"harness.run expects an Agent class or instance, got {agent!r}")
-        return agent.call()
+        return _aio.run_sync(self.arun(agent, input, context=context, params=params, memory=memory))
 
     async def arun(self, agent: type[Agent] | Agent, input: Any = None, **kwargs: Any) -> Result:
-        """Async ``run``."""
+        """Async ``run``: same arguments, same Result."""
         if isinstance(agent, type) and issubclass(agent, Agent):
             agent = agent(input=input, **kwargs)
+        if not isinstance(agent, Agent):
+            raise ConfigError(f"harness.run expects an Agent class or instance, got {agent!r}")
         return await agent.acall()
 
     def assert_verdict(
@@ -95,28 +93,16 @@ class Harness:
         self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
     ) -> Verdict:
         """Run a tribunal and return its Verdict without asserting on it."""
-        panel = _panel(
-            tribunal,
-            input,
-            kwargs.pop("context", None),
-            kwargs.pop("params", None),
-            kwargs.pop("memory", None),
-            kwargs,
-        )
-        verdict: Verdict = _aio.run_sync(panel.acall()).verdict
+        verdict: Verdict = _panel(tribunal, input, **kwargs).call().verdict
         return verdict
 
 
-def _panel(
-    tribunal: type[Tribunal] | Tribunal,
-    input: Any,
-    context: Mapping[str, Any] | None,
-    params: Mapping[str, Any] | None,
-    memory: Any,
-    options: dict[str, Any],
-) -> Tribunal:
+def _panel(tribunal: type[Tribunal] | Tribunal, input: Any, **arguments: Any) -> Tribunal:
+    """The tribunal to run: an instance as given, or the class built with the arguments."""
     if isinstance(tribunal, Tribunal):
-        if input is not None or context or params or memory or options:
+        shared = {"context", "params", "memory"}  # given as None by assert_verdict's defaults
+        given = any(arguments.get(name) for name in shared) or set(arguments) - shared
+        if input is not None or given:
             raise ConfigError(
                 "assert_verdict got a Tribunal instance and arguments for it: pass either a "
                 "Tribunal class with the arguments, or an instance built with them"
@@ -127,7 +113,7 @@ def _panel(
             f"assert_verdict expects a Tribunal class or instance, got {tribunal!r} "
             f"(type={type(tribunal).__name__})"
         )
-    return tribunal(input=_text_of(input), context=context, params=params, memory=memory, **options)
+    return tribunal(input=_text_of(input), **arguments)
 
 
 def _text_of(value: Any) -> Any:

@@ -36,7 +36,7 @@ from vcr.record_mode import RecordMode
 from vcr.request import Request
 
 from pytest_harness import matching, scrub
-from pytest_harness.errors import CassetteError, CassetteMiss
+from pytest_harness.errors import CassetteError, CassetteMiss, describe
 
 FORMAT_VERSION = 1
 # A replayed call asks for the key of the same request several times (vcrpy's
@@ -312,7 +312,7 @@ class _Persister:
             responses = [_load_response(i["response"]) for i in interactions]
         except (KeyError, TypeError, ValueError) as error:
             raise CassetteError(
-                f"cassette {path} has a malformed interaction ({type(error).__name__}: {error}). "
+                f"cassette {path} has a malformed interaction ({describe(error)}). "
                 "Delete it and re-record the test with --harness-live."
             ) from None
         return requests, responses, dict(data.get("metadata") or {})

@@ -30,6 +30,19 @@ if TYPE_CHECKING:
     from pytest_harness.model import ModelResponse
 
 
+def describe(error: BaseException) -> str:
+    """An exception in one line: its type and message."""
+    return f"{type(error).__name__}: {error}"
+
+
+def quote(text: str | None, limit: int = 300) -> str:
+    """How an error message shows model text: its repr, cut at ``limit`` with the length."""
+    shown = repr(text)
+    if text is None or len(shown) <= limit:
+        return shown
+    return shown[:limit] + f"... ({len(text)} chars)"
+
+
 class HarnessError(Exception):
     """Root of every error raised by pytest-harness."""
 

@@ -11,12 +11,13 @@ import os
 import sys
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_harness import settings as _settings
-from pytest_harness.errors import HarnessError
+from pytest_harness.errors import HarnessError, describe
 
 if TYPE_CHECKING:
     from pytest_harness._runtime import CallHook, Scope, TribunalListener
@@ -208,7 +209,7 @@ class _SessionReport:
 
             write_json(self._json_path(), self.records)
 
-    def _json_path(self) -> Any:
+    def _json_path(self) -> Path:
         return self.config.invocation_params.dir / str(self.config.stash[SETTINGS].report)
 
 
@@ -218,7 +219,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
         item.stash[SCOPE] = _scope_for(item)
         problem = None
     except ValueError as error:
-        problem = f"{type(error).__name__}: {error}"
+        problem = describe(error)
     if problem is not None:
         # Fail only after the rest of setup ran: pytest's own teardown expects its state.
         yield
@@ -273,7 +274,7 @@ def _finish_recording(item: pytest.Item) -> None:
             slot.close(keep=not failed or settings.record_failed)
         except HarnessError as error:
             # No traceback: its frames would show the secret values the scan looked for.
-            pytest.fail(f"{type(error).__name__}: {error}", pytrace=False)
+            pytest.fail(describe(error), pytrace=False)
 
 
 @contextmanager

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pytest_harness.agent import totals
+from pytest_harness.errors import describe
 from pytest_harness.verdicts import Verdict, fleiss_kappa, percent_agreement
 
 RECORD_PROPERTY = "harness_tribunal"
@@ -24,13 +27,10 @@ def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict
     """The JSON-ready account of one finished (or failed) tribunal run."""
     verdict: Verdict | None = tribunal.verdict
     votes = list(verdict.votes) if verdict is not None else []
-    errors = [
-        {"agent": e["agent"], "error": f"{type(e['error']).__name__}: {e['error']}"}
-        for e in tribunal.errors
-    ]
+    errors = [{"agent": e["agent"], "error": describe(e["error"])} for e in tribunal.errors]
     if verdict is None and not errors and error is not None:
-        errors = [{"agent": tribunal.name, "error": f"{type(error).__name__}: {error}"}]
-    costs = [r.cost for r in tribunal.results if getattr(r, "cost", None) is not None]
+        errors = [{"agent": tribunal.name, "error": describe(error)}]
+    usage, cost = totals(tribunal.results)
     return {
         "test": test,
         "tribunal": tribunal.name,
@@ -38,25 +38,13 @@ def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict
         "value": _plain(verdict.value) if verdict is not None else None,
         "rule": verdict.rule if verdict is not None else None,
         "judges": len(tribunal.agents),
-        "votes": [
-            {
-                "agent": v.agent,
-                "model": v.model,
-                "vote": _plain(v.vote),
-                "passed": v.passed,
-                "reason": v.reason,
-                "time": v.time,
-                "tokens": v.tokens,
-                "cost": v.cost,
-            }
-            for v in votes
-        ],
+        "votes": [{**asdict(v), "vote": _plain(v.vote)} for v in votes],
         "votes_passed": sum(1 for v in votes if v.passed),
         "votes_cast": len(votes),
         "errors": errors,
         "agreement": verdict.agreement if verdict is not None else None,
-        "tokens": sum(getattr(r, "tokens", 0) for r in tribunal.results),
-        "cost": sum(costs) if costs else None,
+        "tokens": usage.total_tokens if usage is not None else 0,
+        "cost": cost,
         "time": tribunal.execution_time,
     }
 
@@ -98,10 +86,7 @@ def failure_message(tribunal: Any, error: BaseException | None = None) -> str:
         lines += ["", vote_table(verdict)]
     if tribunal.errors:
         lines += ["", "judge errors:"]
-        lines += [
-            f"  {e['agent']}: {type(e['error']).__name__}: {_clip(str(e['error']), 300)}"
-            for e in tribunal.errors
-        ]
+        lines += [f"  {e['agent']}: {_clip(describe(e['error']), 300)}" for e in tribunal.errors]
     return "\n".join(lines)
 
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any
 
-from pytest_harness.errors import ConfigError, JudgeOutputError
-
-Schema: TypeAlias = "Mapping[str, Any] | type"
+from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is still read
@@ -79,7 +77,7 @@ def find_json(text: str, raw: str | None = None) -> Any:
                 continue
             return value
     raise JudgeOutputError(
-        f"the reply has no JSON object in it: {_clip(text)}. Ask for JSON in the agent's "
+        f"the reply has no JSON object in it: {quote(text, 200)}. Ask for JSON in the agent's "
         "instructions, or declare an output schema so the provider enforces it",
         raw=raw,
     )
@@ -122,7 +120,7 @@ def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
         where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
         raise JudgeOutputError(
             f"the reply does not fit the output schema at {where}: {problem.message}. "
-            f"Reply: {_clip(raw)}",
+            f"Reply: {quote(raw, 200)}",
             raw=raw,
         )
 
@@ -146,8 +144,3 @@ def _validator(schema: dict[str, Any]) -> Any:
             ) from None
         validator = _VALIDATORS[key] = validator_class(schema)
     return validator
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(text)} chars)"

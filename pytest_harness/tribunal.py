@@ -41,10 +41,9 @@ from dataclasses import dataclass, field
 from types import MethodType
 from typing import Any, ClassVar, TypeAlias
 
-from pytest_harness import _aio, _panel
-from pytest_harness.agent import Result
+from pytest_harness import _aio, _panel, verdicts
+from pytest_harness.agent import Result, totals
 from pytest_harness.errors import ConfigError
-from pytest_harness.model import Usage
 from pytest_harness.verdicts import Evaluator, Strategy, Verdict, strategy
 
 VALID_HOOKS = (
@@ -117,12 +116,12 @@ def _mark(fn: Hook, *declaration: Any) -> Hook:
     return fn
 
 
-def _class_on(cls: type[Tribunal], event: str, fn: Hook | None = None) -> Any:
+def _class_on(cls: type[Tribunal], event: str, fn: Hook | None = None, _depth: int = 1) -> Any:
     _check_hook(event)
     if fn is not None:
         cls._config.hooks.setdefault(event, []).append(fn)
         return fn
-    if _in_class_body():
+    if _in_class_body(_depth + 1):  # the user's frame, _depth calls up: a class body?
         return lambda hook: _mark(hook, "hook", event)
     return lambda hook: _class_on(cls, event, hook)
 
@@ -181,19 +180,12 @@ def _check_may_fail(may_fail: Any) -> None:
 
 def _alias(prefix: str) -> _ClassOrInstance:
     def on_class(cls: type[Tribunal], event: str, fn: Hook | None = None) -> Any:
-        return _class_on(cls, prefix + event, fn) if fn else _alias_decorator(cls, prefix + event)
+        return _class_on(cls, prefix + event, fn, _depth=2)
 
     def on_instance(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
         return _instance_on(self, prefix + event, fn)
 
     return _ClassOrInstance(on_class, on_instance)
-
-
-def _alias_decorator(cls: type[Tribunal], event: str) -> Any:
-    _check_hook(event)
-    if _in_class_body(3):
-        return lambda hook: _mark(hook, "hook", event)
-    return lambda hook: _class_on(cls, event, hook)
 
 
 class Tribunal:
@@ -269,7 +261,7 @@ class Tribunal:
         self.may_fail: int | None = chosen
         self._hooks = {event: list(fns) for event, fns in config.hooks.items()}
         self._process = config.process
-        self._strategy = _resolve(strategy) if strategy is not None else config.strategy
+        self._strategy = verdicts.strategy(strategy) if strategy is not None else config.strategy
         self._evaluate = evaluate or config.evaluate
         self.streams = _check_streams(streams or {})
         self.results: list[Result] = []
@@ -310,14 +302,15 @@ class Tribunal:
     def result(self) -> Result:
         """The verdict as a Result (``processed == {"verdict": value}``), so tribunals nest."""
         verdict = self._verdict
+        usage, cost = totals(self.results)
         return Result(
             input=self.input,
             output=None,
             processed={"verdict": verdict.value if verdict is not None else None},
             execution_time=self.execution_time,
             agent=self.name,
-            usage=_total_usage(self.results),
-            cost=verdict.cost if verdict is not None else None,
+            usage=usage,
+            cost=cost,
         )
 
     def __repr__(self) -> str:
@@ -335,22 +328,6 @@ def _apply(config: _Config, fn: Any, declaration: tuple[Any, ...]) -> None:
         config.strategy, config.evaluate = declaration[1], fn
         if declaration[2] is not _panel.UNSET:
             config.may_fail = declaration[2]
-
-
-def _total_usage(results: Sequence[Any]) -> Usage | None:
-    """The judges' token counts summed (a nested panel's tokens count in the outer one)."""
-    usages = [r.usage for r in results if getattr(r, "usage", None) is not None]
-    if not usages:
-        return None
-    return Usage(
-        prompt_tokens=sum(u.prompt_tokens for u in usages),
-        completion_tokens=sum(u.completion_tokens for u in usages),
-        total_tokens=sum(u.total_tokens for u in usages),
-    )
-
-
-def _resolve(rule: str | Strategy) -> Strategy:
-    return strategy(rule)
 
 
 def _check_streams(streams: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:

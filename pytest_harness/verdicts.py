@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from pytest_harness.errors import ConfigError
+from pytest_harness.errors import ConfigError, describe
 
-VALID_STRATEGIES = ("unanimous", "majority", "at_least", "fraction", "mean")
 VOTE_KEYS = ("verdict", "pass", "passed", "result", "score")
 REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "why")
 
@@ -93,7 +92,7 @@ class JudgeFailure:
     error: BaseException
 
     def describe(self) -> str:
-        return f"{type(self.error).__name__}: {self.error}"
+        return describe(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +179,7 @@ _BUILDERS: dict[str, Callable[..., Strategy]] = {
     "fraction": fraction,
     "mean": mean,
 }
+VALID_STRATEGIES = tuple(_BUILDERS)
 
 
 def strategy(spec: str | Strategy, *args: Any) -> Strategy:

@@ -13,7 +13,7 @@ request bodies are about 1 KB), each answered ``answer <i>``. The server is then
    Reported per N: median and p90 wall ms per call, the median process CPU ms per call (less
    sensitive to other load on a shared machine) and the ratio of the median to N=10's. For
    scale, the same seam against the live loopback server without any cassette.
-2. Load. ``HarnessCassette(...)._load()`` of the 1,000-interaction file (median over rounds),
+2. Load. ``store.load(...)`` of the 1,000-interaction file (median over rounds),
    its size, and for scale ``json.loads`` and PyYAML's ``CSafeLoader`` on the same text (the
    latter takes seconds, so at most 3 rounds).
 
@@ -45,12 +45,11 @@ from typing import Any, TypeAlias
 import yaml
 from tabulate import tabulate
 
-from pytest_harness import _runtime
-from pytest_harness._runtime import Scope
-from pytest_harness.cassettes import HarnessCassette
+from pytest_harness import scope
+from pytest_harness.cassettes import store
+from pytest_harness.cassettes.scrub import Redaction
+from pytest_harness.cassettes.slot import CassetteSlot
 from pytest_harness.model import complete
-from pytest_harness.recording import CassetteSlot
-from pytest_harness.scrub import Redaction
 from pytest_harness.testing import LoopbackServer, Reply
 
 SIZES = (10, 100, 200, 1000)
@@ -117,7 +116,7 @@ def record(path: Path, size: int) -> tuple[dict[str, Any], list[Timing]]:
         params = server.params
         slot = make_slot(path, "all")
         times: list[Timing] = []
-        with _runtime.activate(Scope(call_hooks=(slot,), degenerate="off")):
+        with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
             for index in range(size):
                 times.append(call(index, params))
         if slot.close(keep=True) is None:
@@ -127,7 +126,7 @@ def record(path: Path, size: int) -> tuple[dict[str, Any], list[Timing]]:
 
 def bare_seam(calls: int) -> list[Timing]:
     """ms per call of the seam against the live loopback server, no cassette."""
-    with LoopbackServer(handler=answer) as server, _runtime.activate(Scope(degenerate="off")):
+    with LoopbackServer(handler=answer) as server, scope.activate(scope.Scope(degenerate="off")):
         for index in range(WARMUP_CALLS):
             call(index, server.params)
         return [call(index, server.params) for index in range(calls)]
@@ -136,7 +135,7 @@ def bare_seam(calls: int) -> list[Timing]:
 def replay_batch(path: Path, params: dict[str, Any], indices: list[int]) -> list[Timing]:
     """Open a fresh replay slot (not timed) and time one call per index."""
     slot = make_slot(path, "none")
-    with _runtime.activate(Scope(call_hooks=(slot,), degenerate="off")):
+    with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
         slot.open()
         try:
             return [call(index, params) for index in indices]
@@ -182,11 +181,8 @@ def timed(function: Callable[[], object], rounds: int) -> float:
     return statistics.median(results)
 
 
-def load_cassette(path: Path) -> HarnessCassette:
-    cassette = HarnessCassette(
-        path, mode="none", ignore=(), redaction=Redaction(), rerecord_hint=""
-    )
-    cassette._load()
+def load_cassette(path: Path) -> store.HarnessCassette:
+    cassette = store.load(path, mode="none", ignore=(), redaction=Redaction(), rerecord_hint="")
     if len(cassette.data) != LOAD_N:
         raise RuntimeError(f"loaded {len(cassette.data)} interactions from {path}")
     return cassette
@@ -260,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     load_verdict = "OK" if load_s < LOAD_TARGET_S else "OVER"
     load_rows = [
-        ["HarnessCassette._load()", load_s * 1000, f"< {LOAD_TARGET_S * 1000:.0f}", load_verdict],
+        ["cassettes.store.load()", load_s * 1000, f"< {LOAD_TARGET_S * 1000:.0f}", load_verdict],
         ["json.loads (scale)", json_s * 1000, "", ""],
         [f"yaml CSafeLoader (scale, {yaml_rounds} rounds)", yaml_s * 1000, "", ""],
     ]

@@ -53,12 +53,12 @@ from typing import Any, TypeAlias
 
 from tabulate import tabulate
 
-from pytest_harness import _runtime, matching, model
-from pytest_harness._runtime import Scope
+from pytest_harness import _litellm, model, scope
 from pytest_harness.agent import Agent
-from pytest_harness.recording import CassetteSlot
+from pytest_harness.cassettes import matching
+from pytest_harness.cassettes.slot import CassetteSlot
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal import Tribunal
+from pytest_harness.tribunal.declare import Tribunal
 
 PANEL_SIZE = 16
 DELAY_S = 0.5
@@ -147,7 +147,7 @@ def panel_round(params: dict[str, Any]) -> dict[str, float]:
 
 async def gather_bare(params: dict[str, Any]) -> float:
     """16 concurrent ``litellm.acompletion`` calls; return the seconds of the gather alone."""
-    litellm = model._lib()
+    litellm = _litellm.lib()
     messages = [{"role": "user", "content": INPUT}]
     started = time.perf_counter()
     await asyncio.gather(
@@ -206,7 +206,7 @@ def cassette(path: Path, mode: str) -> Iterator[CassetteSlot]:
     slot = make_slot(path, mode)
     slot.open()
     try:
-        with _runtime.activate(Scope(call_hooks=(slot,), degenerate="off")):
+        with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
             yield slot
     except BaseException:
         slot.close(keep=False)
@@ -220,7 +220,7 @@ def bare_calls(params: dict[str, Any]) -> list[tuple[list[dict[str, Any]], dict[
     calls = []
     for judge_class in REPLAY_JUDGES:
         agent = judge_class(input=INPUT, params=params)
-        if agent._native_schema(agent.resolved_model()):
+        if agent.uses_response_format(agent.resolved_model()):
             raise RuntimeError(f"{MODEL} takes response_format: the bare calls would differ")
         kwargs: dict[str, Any] = {"model": agent.resolved_model(), **agent.params}
         if agent.temperature is not None:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_harness import Tribunal
-from pytest_harness.assertions import Harness
+from pytest_harness import Harness, Tribunal
 
 from .support_quality import ReplyQuality, SupportBot
 

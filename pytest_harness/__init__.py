@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_harness.agent import Agent, Result
-    from pytest_harness.assertions import assert_verdict
     from pytest_harness.errors import (
         AgentTimeout,
         AllAgentsFailed,
@@ -24,12 +23,17 @@ if TYPE_CHECKING:
         InvalidResponse,
         JudgeOutputError,
         LocalModelError,
+        NetworkBlocked,
         ProviderResponseError,
     )
-    from pytest_harness.model import ModelResponse, ToolCall, Usage, acomplete, complete
-    from pytest_harness.tribunal import Tribunal
+    from pytest_harness.fixture import Harness
+    from pytest_harness.model import acomplete, complete
+    from pytest_harness.response import ModelResponse, ToolCall, Usage
+    from pytest_harness.tribunal.assertions import assert_verdict
+    from pytest_harness.tribunal.declare import Tribunal
+    from pytest_harness.tribunal.run import Event
+    from pytest_harness.tribunal.verdicts import Verdict
     from pytest_harness.validator import ResponseValidator
-    from pytest_harness.verdicts import Verdict
 
 __all__ = [
     "Agent",
@@ -39,12 +43,15 @@ __all__ = [
     "CassetteMiss",
     "ConfigError",
     "DegenerateResponse",
+    "Event",
+    "Harness",
     "HarnessError",
     "HarnessWarning",
     "InvalidResponse",
     "JudgeOutputError",
     "LocalModelError",
     "ModelResponse",
+    "NetworkBlocked",
     "ProviderResponseError",
     "ResponseValidator",
     "Result",
@@ -57,39 +64,28 @@ __all__ = [
     "complete",
 ]
 
+# Where each public name lives; every other name of __all__ is in the errors module.
 _HOME = {
-    **dict.fromkeys(
-        (
-            "AgentTimeout",
-            "AllAgentsFailed",
-            "CassetteError",
-            "CassetteMiss",
-            "ConfigError",
-            "DegenerateResponse",
-            "HarnessError",
-            "HarnessWarning",
-            "InvalidResponse",
-            "JudgeOutputError",
-            "LocalModelError",
-            "ProviderResponseError",
-        ),
-        "errors",
-    ),
-    **dict.fromkeys(("ModelResponse", "ToolCall", "Usage", "acomplete", "complete"), "model"),
-    "ResponseValidator": "validator",
     "Agent": "agent",
     "Result": "agent",
-    "Tribunal": "tribunal",
-    "Verdict": "verdicts",
-    "assert_verdict": "assertions",
+    "Harness": "fixture",
+    "acomplete": "model",
+    "complete": "model",
+    "ModelResponse": "response",
+    "ToolCall": "response",
+    "Usage": "response",
+    "assert_verdict": "tribunal.assertions",
+    "Tribunal": "tribunal.declare",
+    "Event": "tribunal.run",
+    "Verdict": "tribunal.verdicts",
+    "ResponseValidator": "validator",
 }
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
+    if name not in __all__:
         raise AttributeError(f"module 'pytest_harness' has no attribute {name!r}")
-    value = getattr(import_module(f"pytest_harness.{home}"), name)
+    value = getattr(import_module(f"pytest_harness.{_HOME.get(name, 'errors')}"), name)
     globals()[name] = value
     return value
 

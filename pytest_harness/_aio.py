@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -53,6 +54,11 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     return outcome["value"]  # type: ignore[no-any-return]
 
 
+async def maybe_await(value: Any) -> Any:
+    """``value``, awaited first when it is awaitable (hooks may be sync or async)."""
+    return await value if inspect.isawaitable(value) else value
+
+
 def close_loops() -> None:
     """Close the loops the sync facade kept (idempotent)."""
     with _lock:
@@ -86,9 +92,9 @@ async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 async def _settle_litellm() -> None:
-    from pytest_harness import model
+    from pytest_harness import _litellm
 
-    await model.settle()
+    await _litellm.settle()
 
 
 atexit.register(close_loops)

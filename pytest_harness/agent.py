@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
-from pytest_harness import _aio, _runtime, structured
+from pytest_harness import _aio, _litellm, model
 from pytest_harness.errors import ConfigError
-from pytest_harness.model import ModelResponse, Usage, acomplete, supports_schema
-
-TokenCallback: TypeAlias = Callable[[str], None]
+from pytest_harness.response import ModelResponse, TokenCallback, Usage
+from pytest_harness.structured import Output
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,31 +140,29 @@ class Agent:
         return text
 
     def messages(self, *, schema_in_prompt: bool = False) -> list[dict[str, Any]]:
-        """System instructions, the memory, then the prompt."""
-        system = [self.instructions] if self.instructions else []
-        if isinstance(self.memory, str) and self.memory:
-            system.append(f"Notes from earlier:\n{self.memory}")
-        schema = structured.json_schema(self.output) if schema_in_prompt else None
-        if schema is not None:
-            system.append(structured.schema_instructions(schema))
-        messages: list[dict[str, Any]] = []
-        if system:
-            messages.append({"role": "system", "content": "\n\n".join(system)})
-        if self.memory and not isinstance(self.memory, str):
-            messages += [dict(message) for message in self.memory]
-        messages.append({"role": "user", "content": self.prompt()})
-        return messages
+        """System instructions (with the output schema when asked), the memory, the prompt."""
+        output = Output.of(self.output, self.name) if schema_in_prompt else None
+        return self._messages(output.instructions if output is not None else None)
 
     def resolved_model(self) -> str:
         """The model this call will use: the harness override, else the agent's own."""
-        model = _runtime.current().model or self.model
-        if not model:
+        resolved = model.resolve(self.model)
+        if not resolved:
             raise ConfigError(
                 f"agent {self.name} has no model: set `model = ...` on the class, pass "
                 "model=... when creating it, or run pytest with --harness-model=MODEL "
                 "(or set harness_model in your pytest ini)"
             )
-        return model
+        return resolved
+
+    def uses_response_format(self, model_name: str) -> bool:
+        """Whether a schema goes to the provider as ``response_format`` (else in the prompt).
+
+        ``structured`` decides when set; otherwise litellm's knowledge of the model does.
+        """
+        if self.structured is not None:
+            return self.structured
+        return _litellm.supports_schema(model_name)
 
     # Calling -----------------------------------------------------------------------------
 
@@ -185,37 +182,42 @@ class Agent:
             ConfigError: the agent has no model or a broken schema.
         """
         started = time.perf_counter()
-        model = self.resolved_model()
-        schema = structured.json_schema(self.output)
-        native = schema is not None and self._native_schema(model)
+        model_name = self.resolved_model()
+        output = Output.of(self.output, self.name)
+        native = output.schema is not None and self.uses_response_format(model_name)
         params: dict[str, Any] = dict(self.params)
         if self.temperature is not None:
             params.setdefault("temperature", self.temperature)
-        response = await acomplete(
-            self.messages(schema_in_prompt=schema is not None and not native),
-            model=model,
-            response_format=structured.response_format(schema, self.name)
-            if native and schema is not None
-            else None,
+        call = model.request(
+            self._messages(None if native else output.instructions),
+            model=model_name,
+            response_format=output.response_format if native else None,
             stream=on_token is not None,
-            on_token=on_token,
             **params,
         )
-        return self._result(response, started)
+        response = await model.asend(call, on_token=on_token)
+        processed = output.read(response.text, raw=response.content or "")
+        return self._result(response, processed, started)
 
     def parse(self, response: ModelResponse) -> Any:
         """The processed value of a reply: the schema-checked JSON, or the visible text."""
-        if self.output is None:
-            return response.text
-        return structured.read(response.text, self.output, raw=response.content or "")
+        return Output.of(self.output, self.name).read(response.text, raw=response.content or "")
 
-    def _native_schema(self, model: str) -> bool:
-        if self.structured is not None:
-            return self.structured
-        return supports_schema(model)
+    def _messages(self, schema_text: str | None) -> list[dict[str, Any]]:
+        system = [self.instructions] if self.instructions else []
+        if isinstance(self.memory, str) and self.memory:
+            system.append(f"Notes from earlier:\n{self.memory}")
+        if schema_text is not None:
+            system.append(schema_text)
+        messages: list[dict[str, Any]] = []
+        if system:
+            messages.append({"role": "system", "content": "\n\n".join(system)})
+        if self.memory and not isinstance(self.memory, str):
+            messages += [dict(message) for message in self.memory]
+        messages.append({"role": "user", "content": self.prompt()})
+        return messages
 
-    def _result(self, response: ModelResponse, started: float) -> Result:
-        processed = self.parse(response)
+    def _result(self, response: ModelResponse, processed: Any, started: float) -> Result:
         return Result(
             input=self.input,
             output=response.content,

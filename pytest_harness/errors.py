@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_harness.model import ModelResponse
+    from pytest_harness.response import ModelResponse
 
 
 def describe(error: BaseException) -> str:

@@ -1,38 +1,29 @@
-"""pytest hooks of pytest-harness: options, ini keys, markers, per-test scope.
+"""pytest hooks of pytest-harness: options, ini keys, markers, the fixture, the session report.
 
-Only pytest glue lives here; behaviour is in the modules these hooks call. Nothing heavy is
-imported at module load (litellm and vcrpy are imported on the first model call), so a suite
-that uses no harness feature pays almost nothing for the plugin.
+Only pytest glue lives here; behaviour is in the modules these hooks call, imported when a
+test first needs them. At start-up the plugin imports only ``settings`` (to resolve and check
+the options), so a suite that uses no harness feature pays almost nothing for it.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_harness import settings as _settings
-from pytest_harness.errors import HarnessError, describe
-
 if TYPE_CHECKING:
-    from pytest_harness._runtime import CallHook, Scope, TribunalListener
-    from pytest_harness.assertions import Harness
-    from pytest_harness.netguard import NetworkGuard
-    from pytest_harness.recording import CassetteSlot
+    from pathlib import Path
 
-SETTINGS = pytest.StashKey["_settings.Settings"]()
-SCOPE = pytest.StashKey["Scope"]()
+    from pytest_harness.fixture import Harness
+    from pytest_harness.item import ItemRun
+    from pytest_harness.settings import Settings
 
-RUN_ID = pytest.StashKey[str]()
-FAILED = pytest.StashKey[bool]()
-SLOT: pytest.StashKey[CassetteSlot | None] = pytest.StashKey()
-GUARD: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
-HARNESS = pytest.StashKey["Harness"]()
+SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
+RUN_ID: pytest.StashKey[str] = pytest.StashKey()
+RUN: pytest.StashKey[ItemRun] = pytest.StashKey()
+FAILED: pytest.StashKey[bool] = pytest.StashKey()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -42,6 +33,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from pytest_harness.settings import RECORD_MODES
+
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
     group.addoption(
         "--harness-live",
@@ -52,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--harness-record",
-        choices=_settings.RECORD_MODES,
+        choices=RECORD_MODES,
         default=None,
         help="cassette mode: none = replay only, offline (default); new = keep recordings and "
         "record missing requests; all = same as --harness-live",
@@ -124,13 +117,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "scenarios(team, input, limit=None): parametrize the test with the findings of a "
         "shared-state team (lands with teams)",
     )
+    from pytest_harness import settings
+
     try:
-        resolved = _settings.resolve(
+        config.stash[SETTINGS] = settings.resolve(
             config.option, config.getini, config.rootpath, config.option.verbose
         )
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-    config.stash[SETTINGS] = resolved
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
@@ -146,9 +140,12 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    recording = sys.modules.get("pytest_harness.recording")
-    if recording is not None:
-        recording.stop_local_server()
+    """Stop the embedded model's server and close the sync facade's loops, if they ran."""
+    import sys
+
+    route = sys.modules.get("pytest_harness.local.route")
+    if route is not None:
+        route.stop_local_server()
     aio = sys.modules.get("pytest_harness._aio")
     if aio is not None:
         aio.close_loops()
@@ -162,13 +159,70 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     ``harness.assert_verdict(Tribunal, input)`` fails the test, with every judge's vote and
     reason, unless the panel's verdict passes; ``harness.tribunals`` lists the panels run.
     """
-    from pytest_harness.assertions import Harness
-
     item: pytest.Item = request.node
-    harness: Harness | None = item.stash.get(HARNESS, None)
-    if harness is None:
-        harness = item.stash[HARNESS] = Harness(item.nodeid)
-    return harness
+    run = item.stash.get(RUN, None)
+    if run is None:  # its harness marker is wrong: the test fails once set-up is over
+        from pytest_harness.fixture import Harness
+
+        return Harness(item.nodeid)
+    return run.fixture()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    from pytest_harness.errors import describe
+    from pytest_harness.item import ItemRun
+
+    config = item.config
+    try:
+        run = item.stash[RUN] = ItemRun.start(item, config.stash[SETTINGS], config.stash[RUN_ID])
+    except ValueError as error:
+        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
+        yield
+        pytest.fail(describe(error), pytrace=False)
+    with run.active():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    run = item.stash.get(RUN, None)
+    if run is None:
+        return (yield)
+    with run.active():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    run = item.stash.get(RUN, None)
+    if run is None:
+        return (yield)
+    try:
+        with run.active():
+            return (yield)
+    finally:
+        settings = item.config.stash[SETTINGS]
+        problem = run.finish(keep=not item.stash.get(FAILED, False) or settings.record_failed)
+        if problem is not None:
+            # No traceback: its frames would show the secret values the scan looked for.
+            pytest.fail(problem, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    run = item.stash.get(RUN, None)
+    blocked = run.blocked() if run is not None and call.when == "call" else None
+    if blocked is not None and report.passed:
+        # The test passed although a connection was refused (a library swallowed the error).
+        report.outcome = "failed"
+        report.longrepr = blocked
+    return report
 
 
 class _SessionReport:
@@ -194,16 +248,11 @@ class _SessionReport:
             return
         from pytest_harness import report
 
-        terminalreporter.write_sep("=", "pytest-harness tribunals")
-        terminalreporter.write_line(report.session_table(self.records))
-        rows = report.agreement(self.records)
-        if any(row["runs"] for row in rows):
-            terminalreporter.write_line("")
-            terminalreporter.write_line(report.agreement_table(rows))
+        report.summary(terminalreporter.write_sep, terminalreporter.write_line, self.records)
         if settings.report:
             terminalreporter.write_line(f"tribunal report written to {self._json_path()}")
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self) -> None:
         if self.config.stash[SETTINGS].report:
             from pytest_harness.report import write_json
 
@@ -211,159 +260,3 @@ class _SessionReport:
 
     def _json_path(self) -> Path:
         return self.config.invocation_params.dir / str(self.config.stash[SETTINGS].report)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    try:
-        item.stash[SCOPE] = _scope_for(item)
-        problem = None
-    except ValueError as error:
-        problem = describe(error)
-    if problem is not None:
-        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
-        yield
-        pytest.fail(problem, pytrace=False)
-    with _in_scope(item):
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    with _in_scope(item):
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    try:
-        with _in_scope(item):
-            return (yield)
-    finally:
-        _finish_recording(item)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, Any, Any]:
-    report = yield
-    if report.failed:
-        item.stash[FAILED] = True
-    guard = item.stash.get(GUARD, None)
-    if call.when == "call" and guard is not None and guard.blocked and report.passed:
-        # The test passed although a connection was refused (a library swallowed the error).
-        report.outcome = "failed"
-        report.longrepr = (
-            "pytest-harness blocked network connections in replay mode: "
-            + ", ".join(guard.blocked)
-            + ". Record the test with --harness-live, or allow the hosts with harness_allow_hosts."
-        )
-    return report
-
-
-def _finish_recording(item: pytest.Item) -> None:
-    guard = item.stash.get(GUARD, None)
-    if guard is not None:
-        guard.uninstall()
-    slot = item.stash.get(SLOT, None)
-    if slot is not None:
-        settings = item.config.stash[SETTINGS]
-        failed = item.stash.get(FAILED, False)
-        try:
-            slot.close(keep=not failed or settings.record_failed)
-        except HarnessError as error:
-            # No traceback: its frames would show the secret values the scan looked for.
-            pytest.fail(describe(error), pytrace=False)
-
-
-@contextmanager
-def _in_scope(item: pytest.Item) -> Iterator[None]:
-    """Run one test phase with the test's scope in force (none if setup failed early)."""
-    from pytest_harness import _runtime
-
-    scope = item.stash.get(SCOPE, None)
-    if scope is None:
-        yield
-        return
-    _runtime.quiet_dependencies()
-    with _runtime.activate(scope):
-        yield
-
-
-def _scope_for(item: pytest.Item) -> Scope:
-    from pytest_harness._runtime import Scope
-
-    session = item.config.stash[SETTINGS]
-    kwargs: dict[str, object] = {}
-    args: tuple[object, ...] = ()
-    # Markers on the module, class and function merge; the closest one wins per argument.
-    for marker in reversed(list(item.iter_markers("harness"))):
-        kwargs.update(marker.kwargs)
-        args += marker.args
-    test = _settings.for_test(session, kwargs, args)
-    return Scope(
-        degenerate=test.degenerate,  # type: ignore[arg-type]
-        model=test.model,
-        timeout=test.timeout,
-        test_id=item.nodeid,
-        call_hooks=_call_hooks(item, session, test),
-        tribunal_listeners=(_tribunal_listener(item),),
-    )
-
-
-def _tribunal_listener(item: pytest.Item) -> TribunalListener:
-    """Record each tribunal the test runs: JUnit properties, the session report, the fixture."""
-
-    def listener(tribunal: Any, error: BaseException | None) -> None:
-        from pytest_harness import report
-
-        data = report.record(tribunal, error, item.nodeid)
-        item.user_properties.extend(report.junit_properties(data))
-        item.ihook.pytest_harness_tribunal(item=item, tribunal=tribunal, record=data)
-        harness = item.stash.get(HARNESS, None)
-        if harness is not None:
-            harness.tribunals.append(tribunal)
-
-    return listener
-
-
-def _call_hooks(
-    item: pytest.Item, session: _settings.Settings, test: _settings.TestSettings
-) -> tuple[CallHook, ...]:
-    """The local-model route, then the test's cassette (unless ``cassette=False``)."""
-    from pytest_harness import recording
-    from pytest_harness.netguard import NetworkGuard
-    from pytest_harness.scrub import Redaction
-
-    guard = None if test.record != "none" else NetworkGuard(session.allow_hosts)
-    item.stash[GUARD] = guard
-    if guard is not None and _uses_harness(item):
-        guard.install()  # the whole test is offline, not only from its first model call on
-    hooks: list[CallHook] = [recording.LocalRoute(live=test.record != "none")]
-    slot = None
-    if test.cassette is not False:
-        name = test.cassette if isinstance(test.cassette, str) else None
-        slot = recording.CassetteSlot(
-            path=recording.cassette_path(session.cassette_dir, item.nodeid, name),
-            mode=test.record,
-            nodeid=item.nodeid,
-            run_id=item.config.stash[RUN_ID],
-            ignore=session.match_ignore,
-            redaction=Redaction.with_extra(
-                headers=session.redact_headers,
-                query=session.redact_query,
-                body_fields=session.redact_body_fields,
-            ),
-            guard=guard,
-        )
-        hooks.append(slot)
-    item.stash[SLOT] = slot
-    return tuple(hooks)
-
-
-def _uses_harness(item: pytest.Item) -> bool:
-    names = getattr(item, "fixturenames", ())
-    return item.get_closest_marker("harness") is not None or any(
-        name.startswith("harness") for name in names
-    )

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pytest_harness.agent import totals
 from pytest_harness.errors import describe
-from pytest_harness.verdicts import Verdict, fleiss_kappa, percent_agreement
+from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
+from pytest_harness.tribunal.verdicts import Verdict
 
 RECORD_PROPERTY = "harness_tribunal"
 REASON_WIDTH = 60
@@ -121,6 +122,20 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
     ]
     headers = ["test", "tribunal", "verdict", "votes", "errors", "tokens", "cost", "time"]
     return tabulate(rows, headers=headers)
+
+
+def summary(
+    write_sep: Callable[[str, str], object],
+    write_line: Callable[[str], object],
+    records: Sequence[Mapping[str, Any]],
+) -> None:
+    """Write the session's tribunal table, then the agreement table, to the terminal."""
+    write_sep("=", "pytest-harness tribunals")
+    write_line(session_table(records))
+    rows = agreement(records)
+    if any(row["runs"] for row in rows):
+        write_line("")
+        write_line(agreement_table(rows))
 
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

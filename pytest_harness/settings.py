@@ -3,25 +3,29 @@
 Precedence, everywhere: command line, then marker, then ini, then default. The session-wide
 part is resolved in ``pytest_configure`` into ``Settings``; the per-test part (marker
 arguments) is merged in by ``for_test`` when the test starts.
+
+This module is imported at every pytest start-up, so it is kept cheap: the values are
+``NamedTuple``s (a frozen dataclass costs about 1 ms to create; these are read-only all the
+same) and the error module is imported only to raise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypeVar
 
-from pytest_harness.errors import ConfigError
+if TYPE_CHECKING:
+    from pytest_harness.errors import ConfigError
 
 RecordMode: TypeAlias = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
-DEGENERATE_MODES = ("fail", "warn", "off")
+DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
+DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
 MARKER_ARGS = ("cassette", "degenerate", "model", "record", "timeout")
-LOCAL_MODEL = "local"
+_Option = TypeVar("_Option", bound=str)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
+class Settings(NamedTuple):
     """The session's harness settings.
 
     Attributes:
@@ -51,7 +55,7 @@ class Settings:
     model_from_cli: bool = False
     report: str | None = None
     cassette_dir: Path = Path("cassettes")
-    degenerate: str = "fail"
+    degenerate: DegenerateMode = "fail"
     timeout: float | None = None
     record_failed: bool = False
     allow_hosts: tuple[str, ...] = ()
@@ -62,13 +66,12 @@ class Settings:
     verbose: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TestSettings:
+class TestSettings(NamedTuple):
     """One test's settings: the session's, with its ``harness`` marker applied."""
 
     record: RecordMode
     cassette: str | bool | None
-    degenerate: str
+    degenerate: DegenerateMode
     model: str | None
     timeout: float | None
 
@@ -90,7 +93,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         "harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES
     )
     return Settings(
-        record=record,  # type: ignore[arg-type]
+        record=record,
         record_from_cli=cli_record is not None,
         model=model,
         model_from_cli=bool(cli_model),
@@ -110,7 +113,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
 
 def _report_path(value: str | None) -> str | None:
     if value and (Path(value).is_dir() or value.endswith(".py") or "::" in value):
-        raise ConfigError(
+        raise _config_error(
             f"--harness-report got {value!r}, which looks like a test path, not a JSON file: "
             "write --harness-report=PATH for a JSON report, or put --harness-report after "
             "the test paths (or as --harness-report=) for the table only"
@@ -123,31 +126,31 @@ def for_test(
 ) -> TestSettings:
     """Apply one test's ``@pytest.mark.harness(...)`` arguments to the session settings."""
     if marker_args:
-        raise ConfigError(
+        raise _config_error(
             f"@pytest.mark.harness takes keyword arguments only ({', '.join(MARKER_ARGS)}), "
             f"got positional {marker_args!r}; write for example "
             '@pytest.mark.harness(cassette="name").'
         )
     unknown = sorted(set(marker_kwargs) - set(MARKER_ARGS))
     if unknown:
-        raise ConfigError(
+        raise _config_error(
             f"@pytest.mark.harness got unknown argument(s) {', '.join(unknown)}; "
             f"expected some of: {', '.join(MARKER_ARGS)}."
         )
     cassette = marker_kwargs.get("cassette")
     if cassette not in (None, False) and (not isinstance(cassette, str) or not cassette.strip()):
-        raise ConfigError(
+        raise _config_error(
             "@pytest.mark.harness(cassette=...) expects a non-empty str (a cassette name) or "
             f"False (no cassette: the test talks to its endpoints directly), got {cassette!r}."
         )
     model = marker_kwargs.get("model")
     if model is not None and not isinstance(model, str):
-        raise ConfigError(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
+        raise _config_error(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
     degenerate = marker_kwargs.get("degenerate", settings.degenerate)
     timeout = marker_kwargs.get("timeout")
     record = settings.record
     if not settings.record_from_cli and "record" in marker_kwargs:
-        record = _choice("@pytest.mark.harness(record=...)", marker_kwargs["record"], RECORD_MODES)  # type: ignore[assignment]
+        record = _choice("@pytest.mark.harness(record=...)", marker_kwargs["record"], RECORD_MODES)
     return TestSettings(
         record=record,
         cassette=cassette,
@@ -162,7 +165,7 @@ def for_test(
 def _record_mode(live: bool, record: str | None) -> RecordMode | None:
     """The command line's record mode, or None when it gave none."""
     if live and record not in (None, "all"):
-        raise ConfigError(
+        raise _config_error(
             f"--harness-live records everything from scratch (record mode 'all') but "
             f"--harness-record={record} was also given; pass one of them."
         )
@@ -170,13 +173,14 @@ def _record_mode(live: bool, record: str | None) -> RecordMode | None:
         return "all"
     if record is None:
         return None
-    return _choice("--harness-record", record, RECORD_MODES)  # type: ignore[return-value]
+    return _choice("--harness-record", record, RECORD_MODES)
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ConfigError(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
-    return str(value)
+def _choice(name: str, value: Any, allowed: tuple[_Option, ...]) -> _Option:
+    for option in allowed:
+        if value == option:
+            return option
+    raise _config_error(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
 
 
 def _seconds(name: str, value: Any) -> float | None:
@@ -187,7 +191,7 @@ def _seconds(name: str, value: Any) -> float | None:
     except (TypeError, ValueError):
         seconds = -1.0
     if seconds <= 0:
-        raise ConfigError(f"{name} expects a positive number of seconds, got {value!r}.")
+        raise _config_error(f"{name} expects a positive number of seconds, got {value!r}.")
     return seconds
 
 
@@ -199,4 +203,10 @@ def _flag(name: str, value: Any) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise ConfigError(f"{name} expects true or false, got {value!r}.")
+    raise _config_error(f"{name} expects true or false, got {value!r}.")
+
+
+def _config_error(message: str) -> ConfigError:
+    from pytest_harness.errors import ConfigError
+
+    return ConfigError(message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
@@ -83,33 +84,61 @@ def find_json(text: str, raw: str | None = None) -> Any:
     )
 
 
-def read(text: str, output: Any, raw: str | None = None) -> Any:
-    """Parse ``text`` and check it against the ``output`` declaration; return the dict.
+@dataclass(frozen=True, slots=True)
+class Output:
+    """An agent's output declaration, read once per call: its schema and how to read a reply.
 
-    Args:
-        text: the reply's visible text (think blocks removed).
-        output: the agent's output declaration.
-        raw: the reply exactly as the model gave it (carried by errors); default ``text``.
-
-    Raises:
-        JudgeOutputError: the text has no JSON, or the JSON does not fit the schema.
+    Attributes:
+        declared: the declaration (a JSON-schema dict, a pydantic model class, or None).
+        schema: its JSON schema (None: free text).
+        name: the agent's name, for the provider's ``response_format``.
     """
-    raw = text if raw is None else raw
-    value = find_json(text, raw)
-    validate = getattr(output, "model_validate", None)
-    if isinstance(output, type) and callable(validate):
-        try:
-            model = validate(value)
-        except ValueError as error:  # pydantic's ValidationError is a ValueError
-            raise JudgeOutputError(
-                f"the reply does not fit {output.__name__}: {error}", raw=raw
-            ) from None
-        dumped: Any = model.model_dump(mode="json")
-        return dumped
-    schema = json_schema(output)
-    if schema is not None:
-        _check(value, schema, raw)
-    return value
+
+    declared: Any
+    schema: dict[str, Any] | None
+    name: str
+
+    @classmethod
+    def of(cls, declared: Any, name: str) -> Output:
+        """Read an agent's ``output`` declaration (``ConfigError`` when it is not one)."""
+        return cls(declared, json_schema(declared), name)
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """The OpenAI ``response_format`` asking the provider for the schema, if any."""
+        return None if self.schema is None else response_format(self.schema, self.name)
+
+    @property
+    def instructions(self) -> str | None:
+        """What the system prompt says when the provider cannot enforce the schema itself."""
+        return None if self.schema is None else schema_instructions(self.schema)
+
+    def read(self, text: str, raw: str | None = None) -> Any:
+        """The processed reply: the visible text for free text, else the checked JSON.
+
+        Args:
+            text: the reply's visible text (think blocks removed).
+            raw: the reply exactly as the model gave it (carried by errors); default ``text``.
+
+        Raises:
+            JudgeOutputError: the text has no JSON, or the JSON does not fit the schema.
+        """
+        if self.schema is None:
+            return text
+        raw = text if raw is None else raw
+        value = find_json(text, raw)
+        validate = getattr(self.declared, "model_validate", None)
+        if isinstance(self.declared, type) and callable(validate):
+            try:
+                model = validate(value)
+            except ValueError as error:  # pydantic's ValidationError is a ValueError
+                raise JudgeOutputError(
+                    f"the reply does not fit {self.declared.__name__}: {error}", raw=raw
+                ) from None
+            dumped: Any = model.model_dump(mode="json")
+            return dumped
+        _check(value, self.schema, raw)
+        return value
 
 
 def _check(value: Any, schema: dict[str, Any], raw: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from pytest_harness import _runtime
+from pytest_harness import scope
 from pytest_harness.agent import Agent, Result
 from pytest_harness.errors import (
     ConfigError,
@@ -18,7 +18,7 @@ from pytest_harness.errors import (
     InvalidResponse,
     JudgeOutputError,
 )
-from pytest_harness.model import Usage
+from pytest_harness.response import Usage
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -402,7 +402,7 @@ def test_harness_model_override_replaces_the_agent_model(server: LoopbackServer)
     """The --harness-model override replaces the agent's own model."""
     Judge = judge(server, "Judge", "j", model="openai/never-asked")
     server.queue(Reply(content='{"pass": true}'))
-    with _runtime.override(model="openai/other"):
+    with scope.override(model="openai/other"):
         assert Judge().resolved_model() == "openai/other"
         result = Judge(input="x").call()
     assert server.requests[-1]["model"] == "other"
@@ -413,7 +413,7 @@ def test_harness_model_override_replaces_the_agent_model(server: LoopbackServer)
 def test_override_supplies_a_missing_model(server: LoopbackServer) -> None:
     """An agent without a model runs on the --harness-model one."""
     server.queue(Reply(content="fine"))
-    with _runtime.override(model=server.model):
+    with scope.override(model=server.model):
         result = Agent(input="x", params=server.params).call()
     assert result.model == "openai/loopback"
     assert result.processed == "fine"

@@ -13,9 +13,9 @@ from pytest_harness import (
     InvalidResponse,
     ModelResponse,
     ProviderResponseError,
-    _runtime,
     acomplete,
     complete,
+    scope,
 )
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
@@ -131,7 +131,7 @@ def test_stream_without_finish_reason_is_interrupted(server: LoopbackServer, mod
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 def test_stream_cut_mid_way_keeps_the_partial(server: LoopbackServer, mode: str) -> None:
     server.queue(Reply(content="one two three four five", cut_after=3))
-    with _runtime.override(degenerate="off"):
+    with scope.override(degenerate="off"):
         response = call(server, mode)
     assert response.interrupted
     assert response.content == "one two "
@@ -177,14 +177,14 @@ def test_think_only_with_litellm_extracting_the_block(server: LoopbackServer) ->
 
 def test_warn_mode_returns_the_response_with_a_warning(server: LoopbackServer) -> None:
     server.queue(Reply(content=""))
-    with _runtime.override(degenerate="warn"), pytest.warns(HarnessWarning, match="empty response"):
+    with scope.override(degenerate="warn"), pytest.warns(HarnessWarning, match="empty response"):
         response = call(server, "sync")
     assert response.content == ""
 
 
 def test_off_mode_returns_the_response_silently(server: LoopbackServer) -> None:
     server.queue(Reply(content="<think>x</think>"))
-    with _runtime.override(degenerate="off"):
+    with scope.override(degenerate="off"):
         assert call(server, "sync").content is not None
 
 
@@ -233,7 +233,7 @@ def test_scope_retries_off_fails_fast(server: LoopbackServer) -> None:
     server.requests.clear()
     server.queue(*[Reply(status=500)] * 3, Reply(content="third time lucky"))
     started = time.perf_counter()
-    with _runtime.override(retries=0), pytest.raises(litellm.exceptions.InternalServerError):
+    with scope.override(retries=0), pytest.raises(litellm.exceptions.InternalServerError):
         call(server, "sync")
     assert len(server.requests) == 1
     assert time.perf_counter() - started < 1.0
@@ -241,7 +241,7 @@ def test_scope_retries_off_fails_fast(server: LoopbackServer) -> None:
 
 
 def test_scope_model_override_replaces_the_model(server: LoopbackServer) -> None:
-    with _runtime.override(model="openai/other"):
+    with scope.override(model="openai/other"):
         response = call(server, "sync")
     assert response.model == "openai/other"
     assert server.requests[-1]["model"] == "other"
@@ -252,17 +252,28 @@ def test_scope_timeout_bounds_a_slow_call(server: LoopbackServer) -> None:
 
     server.queue(Reply(delay=2.0))
     started = time.perf_counter()
-    with _runtime.override(timeout=0.3, retries=0), pytest.raises(litellm.exceptions.Timeout):
+    with scope.override(timeout=0.3, retries=0), pytest.raises(litellm.exceptions.Timeout):
         call(server, "sync")
     assert time.perf_counter() - started < 1.5
 
 
 def test_listeners_see_every_accepted_response(server: LoopbackServer) -> None:
-    seen: list[ModelResponse] = []
-    with _runtime.override(listeners=(seen.append,)):
+    seen: list[tuple[str, ModelResponse]] = []
+    with scope.override(listeners=(lambda topic, payload: seen.append((topic, payload)),)):
         first = call(server, "sync")
         second = call(server, "async")
-    assert seen == [first, second]
+    assert seen == [("response", first), ("response", second)]
+
+
+def test_listeners_do_not_hear_of_a_failed_response(server: LoopbackServer) -> None:
+    server.queue(Reply(content=""))
+    seen: list[tuple[str, object]] = []
+    with (
+        scope.override(listeners=(lambda topic, payload: seen.append((topic, payload)),)),
+        pytest.raises(InvalidResponse),
+    ):
+        complete("hi", model=server.model, **server.params)
+    assert seen == []
 
 
 def test_a_string_is_one_user_message(server: LoopbackServer) -> None:

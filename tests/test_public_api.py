@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import import_module
 
 import pytest
 
@@ -18,12 +19,15 @@ PUBLIC = [
     "CassetteMiss",
     "ConfigError",
     "DegenerateResponse",
+    "Event",
+    "Harness",
     "HarnessError",
     "HarnessWarning",
     "InvalidResponse",
     "JudgeOutputError",
     "LocalModelError",
     "ModelResponse",
+    "NetworkBlocked",
     "ProviderResponseError",
     "ResponseValidator",
     "Result",
@@ -41,7 +45,11 @@ def test_all_is_sorted_and_exact() -> None:
     assert pytest_harness.__all__ == sorted(pytest_harness.__all__)
     assert pytest_harness.__all__ == PUBLIC
     for name in pytest_harness.__all__:
-        assert getattr(pytest_harness, name) is not None
+        value = getattr(pytest_harness, name)
+        # Each name is the package's own object, found where it is defined, under its name.
+        assert value.__module__.startswith("pytest_harness."), name
+        assert getattr(import_module(value.__module__), name) is value
+        assert value.__name__ == name
     assert set(pytest_harness.__all__) <= set(dir(pytest_harness))
 
 

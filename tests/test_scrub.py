@@ -15,8 +15,7 @@ from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
-from pytest_harness.errors import CassetteError
-from pytest_harness.scrub import (
+from pytest_harness.cassettes.scrub import (
     REDACTED,
     Finding,
     Redaction,
@@ -26,6 +25,7 @@ from pytest_harness.scrub import (
     scan,
     secret_values_from_env,
 )
+from pytest_harness.errors import CassetteError
 
 URL = "https://api.example.com/v1/chat/completions"
 BODY = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
@@ -371,6 +371,9 @@ def test_check_before_write_passes_a_clean_cassette() -> None:
 
 
 def test_scrub_imports_neither_vcr_nor_litellm() -> None:
-    code = "import sys, pytest_harness.scrub; print(sorted({'vcr', 'litellm'} & set(sys.modules)))"
+    code = (
+        "import sys, pytest_harness.cassettes.scrub\n"
+        "print(sorted({'vcr', 'litellm'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

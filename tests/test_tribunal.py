@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._panel import Event
 from pytest_harness.agent import Agent, Result
 from pytest_harness.errors import (
     AgentTimeout,
@@ -20,8 +19,9 @@ from pytest_harness.errors import (
     JudgeOutputError,
 )
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal import Tribunal
-from pytest_harness.verdicts import JudgeFailure, Verdict
+from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal.run import Event
+from pytest_harness.tribunal.verdicts import JudgeFailure, Verdict
 
 pytestmark = pytest.mark.harness(cassette=False)
 

@@ -70,10 +70,11 @@ def judge(body: dict[str, Any]) -> Reply:
 @pytest.fixture(scope="module", autouse=True)
 def _heavy_imports_first() -> None:
     # Imported before the in-process runs, so every run shares one Tribunal class.
-    from pytest_harness import assertions, cassettes, model, report
+    from pytest_harness import _litellm, fixture, report
+    from pytest_harness.cassettes import store
 
-    model._lib()
-    assert all((cassettes.HarnessCassette, assertions.Harness, report.record))
+    _litellm.lib()
+    assert all((store.HarnessCassette, fixture.Harness, report.record))
 
 
 @pytest.fixture
@@ -150,12 +151,19 @@ def test_summary_table_with_verbose_only(suite: pytest.Pytester) -> None:
         [
             "*= pytest-harness tribunals =*",
             "test*tribunal*verdict*votes*errors*tokens*cost*time",
-            "test_reply.py::test_polite*Quality*pass*2/3*0*",
-            "test_reply.py::test_rude*Quality*fail*0/3*0*",
-            "test_reply.py::test_plain_function*Quality*pass*2/3*0*",
-            "test_reply.py::test_too_many_broken*Shaky*error*0/0*2*",
-            "tribunal*runs (2+ votes)*agreement*Fleiss' kappa",
+            "-*",
         ]
+    )
+    # One row per test, in the order the tests ran (any order), then the agreement table.
+    for row in (
+        "test_reply.py::test_polite*Quality*pass*2/3*0*",
+        "test_reply.py::test_rude*Quality*fail*0/3*0*",
+        "test_reply.py::test_plain_function*Quality*pass*2/3*0*",
+        "test_reply.py::test_too_many_broken*Shaky*error*0/0*2*",
+    ):
+        verbose.stdout.fnmatch_lines(["*= pytest-harness tribunals =*", row])
+    verbose.stdout.fnmatch_lines(
+        ["*= pytest-harness tribunals =*", "tribunal*runs (2+ votes)*agreement*Fleiss' kappa"]
     )
 
 
@@ -273,18 +281,21 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
 
 def test_plugins_hear_of_each_tribunal(suite: pytest.Pytester) -> None:
     suite.makeconftest(
-        (suite.path / "conftest.py").read_text() + "\nSEEN = []\n\n"
+        (suite.path / "conftest.py").read_text() + "\nimport json\nSEEN = []\n\n"
         "def pytest_harness_tribunal(item, tribunal, record):\n"
-        "    SEEN.append((item.name, tribunal.name, record['outcome']))\n"
+        "    SEEN.append((item.name, tribunal.name, record['outcome']))\n\n"
+        "def pytest_sessionfinish(session):\n"
+        "    open('seen.json', 'w').write(json.dumps(SEEN))\n"
     )
     suite.makepyfile(test_reply=TESTS)
-    suite.makepyfile(
-        test_zz_last="import conftest\n\ndef test_seen():\n"
-        "    assert sorted(conftest.SEEN) == [('test_plain_function', 'Quality', 'pass'), "
-        "('test_polite', 'Quality', 'pass'), ('test_rude', 'Quality', 'fail'), "
-        "('test_too_many_broken', 'Shaky', 'error')]\n"
-    )
-    run(suite).assert_outcomes(passed=3, failed=2)
+    run(suite).assert_outcomes(passed=2, failed=2)
+    seen = json.loads((suite.path / "seen.json").read_text())
+    assert sorted(map(tuple, seen)) == [
+        ("test_plain_function", "Quality", "pass"),
+        ("test_polite", "Quality", "pass"),
+        ("test_rude", "Quality", "fail"),
+        ("test_too_many_broken", "Shaky", "error"),
+    ]
 
 
 def test_report_option_does_not_swallow_a_test_path(pytester: pytest.Pytester) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness.model import ModelResponse, ToolCall
+from pytest_harness.response import ModelResponse, ToolCall
 from pytest_harness.validator import ResponseValidator, split_think, visible_text
 
 VALIDATOR = ResponseValidator()

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from pytest_harness.agent import Result
 from pytest_harness.errors import ConfigError
-from pytest_harness.verdicts import (
+from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
+from pytest_harness.tribunal.verdicts import (
     VALID_STRATEGIES,
     JudgeFailure,
     Strategy,
@@ -20,12 +21,10 @@ from pytest_harness.verdicts import (
     Vote,
     at_least,
     default_vote,
-    fleiss_kappa,
     fraction,
     majority,
     mean,
     passes,
-    percent_agreement,
     reason_of,
     strategy,
     unanimous,

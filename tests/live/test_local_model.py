@@ -21,17 +21,10 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import LocalModelError, _runtime, acomplete, complete
-from pytest_harness.local import (
-    LITELLM_NAME,
-    LOCAL_MODEL,
-    REPLAY_BASE,
-    LocalServer,
-    Route,
-    ensure_installed,
-    make_route,
-    model_file,
-)
+from pytest_harness import LocalModelError, acomplete, complete, scope
+from pytest_harness.local.install import ensure_installed, model_file
+from pytest_harness.local.route import LITELLM_NAME, LOCAL_MODEL, REPLAY_BASE, Route, make_route
+from pytest_harness.local.server import LocalServer
 
 # The live tests talk to their own server: no cassette is read or written.
 pytestmark = pytest.mark.harness(cassette=False)
@@ -140,7 +133,7 @@ def test_ensure_installed_names_the_extra_when_llama_cpp_is_missing() -> None:
         import sys
         sys.modules["llama_cpp"] = None  # as if llama-cpp-python were not installed
         from pytest_harness.errors import LocalModelError
-        from pytest_harness.local import ensure_installed
+        from pytest_harness.local.install import ensure_installed
         try:
             ensure_installed()
         except LocalModelError as error:
@@ -168,7 +161,7 @@ def local_server() -> Iterator[LocalServer]:
 
 @dataclass(frozen=True)
 class RouteHook:
-    """The route as the seam's call hook (what ``recording.LocalRoute`` does when live)."""
+    """The route as the seam's call hook (what ``LocalRoute`` does when live)."""
 
     route: Route
 
@@ -179,9 +172,9 @@ class RouteHook:
         return None
 
 
-def local(server: LocalServer) -> AbstractContextManager[_runtime.Scope]:
+def local(server: LocalServer) -> AbstractContextManager[scope.Scope]:
     """Route ``model="local"`` to ``server``: the only call hook, so no cassette is involved."""
-    return _runtime.override(call_hooks=(RouteHook(make_route(server.base_url)),))
+    return scope.override(call_hooks=(RouteHook(make_route(server.base_url)),))
 
 
 @pytest.mark.live
@@ -191,7 +184,7 @@ def test_ensure_installed_passes() -> None:
 
 @pytest.mark.live
 def test_model_file_is_assembled_once_under_concurrency(tmp_path: Path) -> None:
-    script = "import sys, pathlib; from pytest_harness.local import model_file; "
+    script = "import sys, pathlib; from pytest_harness.local.install import model_file; "
     script += "print(model_file(pathlib.Path(sys.argv[1])))"
     workers = [
         subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE)

@@ -1,9 +1,8 @@
 """One test's cassette: where it lives, opened on the first model call, saved at the end.
 
 ``CassetteSlot`` is the call hook the plugin installs for every test. It imports vcrpy (via
-``pytest_harness.cassettes``) only when the test actually calls a model, so tests that never
-do pay nothing. ``LocalRoute`` sends ``model="local"`` calls to the embedded model, whose
-server starts once per process on the first live call.
+``cassettes.store``) only when the test actually calls a model, so tests that never do pay
+nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_harness.cassettes.netguard import NetworkGuard
+from pytest_harness.cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness.errors import CassetteError, CassetteMiss, ConfigError, NetworkBlocked
-from pytest_harness.netguard import NetworkGuard
-from pytest_harness.scrub import Redaction, secret_values_from_env
-from pytest_harness.settings import LOCAL_MODEL
 
 SUFFIX = ".yaml"
 
@@ -109,18 +107,17 @@ class CassetteSlot:
         with self._lock:
             if self._stack is not None:
                 return
-            from pytest_harness import cassettes
+            from pytest_harness.cassettes import store
 
-            cassette = cassettes.HarnessCassette(
+            cassette = store.load(
                 self.path,
                 mode=self.mode,
                 ignore=self.ignore,
                 redaction=self.redaction,
                 rerecord_hint=self.hint(),
             )
-            cassette._load()
             stack = contextlib.ExitStack()
-            stack.enter_context(cassettes.patched(cassette))
+            stack.enter_context(store.patched(cassette))
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
@@ -143,56 +140,10 @@ class CassetteSlot:
         stack.close()
         if self.mode == "none" or not keep:
             return None
-        from pytest_harness import cassettes
+        from pytest_harness.cassettes import store
 
         secrets = secret_values_from_env(os.environ)
-        written = cassettes.save_recordings(
+        written = store.save_recordings(
             cassette, mode=self.mode, run_id=self.run_id, secrets=secrets
         )
         return self.path if written else None
-
-
-@dataclass(eq=False)
-class LocalRoute:
-    """Sends ``model="local"`` calls to the embedded llama.cpp model (a call hook).
-
-    In replay mode no server is started: the calls are answered from cassettes, which match
-    loopback hosts without their port.
-    """
-
-    live: bool
-
-    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        if kwargs.get("model") != LOCAL_MODEL:
-            return kwargs
-        from pytest_harness import local
-
-        base = _local_server().base_url if self.live else local.REPLAY_BASE
-        return local.make_route(base)(kwargs)
-
-    def translate(self, error: BaseException) -> BaseException | None:
-        return None
-
-
-_server: Any = None
-_server_lock = threading.Lock()
-
-
-def _local_server() -> Any:
-    global _server
-    with _server_lock:
-        if _server is None:
-            from pytest_harness import local
-
-            local.ensure_installed()
-            _server = local.LocalServer().start()
-        return _server
-
-
-def stop_local_server() -> None:
-    """Stop the embedded model's server if this process started one."""
-    global _server
-    with _server_lock:
-        if _server is not None:
-            _server.stop()
-            _server = None

@@ -35,7 +35,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness import matching, scrub
+from pytest_harness.cassettes import matching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss, describe
 
 FORMAT_VERSION = 1
@@ -149,6 +149,22 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     @property
     def recorded_now(self) -> list[tuple[Any, Any]]:
         return list(self.data[self._loaded_count :])
+
+
+def load(
+    path: Path,
+    *,
+    mode: str,
+    ignore: Sequence[str],
+    redaction: scrub.Redaction,
+    rerecord_hint: str,
+) -> HarnessCassette:
+    """The cassette at ``path``, its recordings loaded (none when re-recording: ``all``)."""
+    cassette = HarnessCassette(
+        path, mode=mode, ignore=ignore, redaction=redaction, rerecord_hint=rerecord_hint
+    )
+    cassette._load()
+    return cassette
 
 
 def _decoded(response: dict[str, Any]) -> dict[str, Any]:

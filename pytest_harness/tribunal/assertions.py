@@ -1,4 +1,4 @@
-"""Tribunals as assertions: ``assert_verdict`` and the ``harness`` fixture's object.
+"""Tribunals as assertions: ``assert_verdict``.
 
 A failing verdict raises ``AssertionError`` whose message is the tribunal's vote table (judge,
 model, vote, reason, time, tokens), the rule, and any judge errors. A panel where every judge
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_harness import _aio, report
-from pytest_harness.agent import Agent, Result
+from pytest_harness import report
+from pytest_harness.agent import Result
 from pytest_harness.errors import AllAgentsFailed, ConfigError
-from pytest_harness.tribunal import Tribunal
-from pytest_harness.verdicts import Verdict
+from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal.verdicts import Verdict
 
 
 def assert_verdict(
@@ -40,7 +40,7 @@ def assert_verdict(
         AssertionError: the verdict failed, or too many judges failed to give one.
     """
     __tracebackhide__ = True
-    panel = _panel(tribunal, input, context=context, params=params, memory=memory, **options)
+    panel = panel_for(tribunal, input, context=context, params=params, memory=memory, **options)
     try:
         panel.call()
     except AllAgentsFailed as error:
@@ -51,53 +51,7 @@ def assert_verdict(
     return verdict  # type: ignore[no-any-return]
 
 
-class Harness:
-    """The ``harness`` fixture: run agents and assert with tribunals inside a test.
-
-    Everything it runs goes through the test's cassette and settings, and every tribunal it
-    runs is in the session report.
-    """
-
-    def __init__(self, test_id: str | None = None) -> None:
-        self.test_id = test_id
-        self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
-
-    def run(
-        self,
-        agent: type[Agent] | Agent,
-        input: Any = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-        params: Mapping[str, Any] | None = None,
-        memory: Any = None,
-    ) -> Result:
-        """Call an agent (a class is created with the arguments) and return its Result."""
-        return _aio.run_sync(self.arun(agent, input, context=context, params=params, memory=memory))
-
-    async def arun(self, agent: type[Agent] | Agent, input: Any = None, **kwargs: Any) -> Result:
-        """Async ``run``: same arguments, same Result."""
-        if isinstance(agent, type) and issubclass(agent, Agent):
-            agent = agent(input=input, **kwargs)
-        if not isinstance(agent, Agent):
-            raise ConfigError(f"harness.run expects an Agent class or instance, got {agent!r}")
-        return await agent.acall()
-
-    def assert_verdict(
-        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
-    ) -> Verdict:
-        """``assert_verdict`` (see there) for this test."""
-        __tracebackhide__ = True
-        return assert_verdict(tribunal, input, **kwargs)
-
-    def verdict(
-        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
-    ) -> Verdict:
-        """Run a tribunal and return its Verdict without asserting on it."""
-        verdict: Verdict = _panel(tribunal, input, **kwargs).call().verdict
-        return verdict
-
-
-def _panel(tribunal: type[Tribunal] | Tribunal, input: Any, **arguments: Any) -> Tribunal:
+def panel_for(tribunal: type[Tribunal] | Tribunal, input: Any = None, **arguments: Any) -> Tribunal:
     """The tribunal to run: an instance as given, or the class built with the arguments."""
     if isinstance(tribunal, Tribunal):
         shared = {"context", "params", "memory"}  # given as None by assert_verdict's defaults

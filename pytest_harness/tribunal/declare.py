@@ -39,12 +39,14 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MethodType
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
-from pytest_harness import _aio, _panel, verdicts
-from pytest_harness.agent import Result, totals
+from pytest_harness import _aio
+from pytest_harness.agent import Agent, Result, totals
 from pytest_harness.errors import ConfigError
-from pytest_harness.verdicts import Evaluator, Strategy, Verdict, strategy
+from pytest_harness.tribunal import run, verdicts
+from pytest_harness.tribunal.run import Hook
+from pytest_harness.tribunal.verdicts import Evaluator, Strategy, Verdict, strategy
 
 VALID_HOOKS = (
     "before_call",
@@ -56,7 +58,7 @@ VALID_HOOKS = (
     "after_verdict",
 )
 VALID_STREAMS = ("token", "agent", "tribunal")
-Hook: TypeAlias = Callable[..., Any]
+UNSET: Any = object()  # "not given": None is a meaningful timeout / may_fail
 _MARK = "__harness_tribunal__"
 
 
@@ -152,11 +154,11 @@ def _instance_process(self: Tribunal, fn: Callable[[list[Any]], Any]) -> Tribuna
 
 
 def _declare_verdict(
-    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: Any = _panel.UNSET
+    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: Any = UNSET
 ) -> Callable[[Evaluator], Evaluator]:
     """Declare the verdict rule and its per-judge evaluator (a decorator)."""
     built = strategy(rule, *args)
-    if may_fail is not _panel.UNSET:  # not given: keep the class's may_fail
+    if may_fail is not UNSET:  # not given: keep the class's may_fail
         _check_may_fail(may_fail)
     body = _in_class_body()
 
@@ -164,7 +166,7 @@ def _declare_verdict(
         if body:
             return _mark(evaluate, "verdict", built, may_fail)
         cls._config.strategy, cls._config.evaluate = built, evaluate
-        if may_fail is not _panel.UNSET:
+        if may_fail is not UNSET:
             cls._config.may_fail = may_fail
         return evaluate
 
@@ -243,9 +245,9 @@ class Tribunal:
         memory: Any = None,
         *,
         agents: Sequence[Any] | None = None,
-        timeout: float | object | None = _panel.UNSET,
+        timeout: float | object | None = UNSET,
         streams: Mapping[str, Callable[..., Any]] | None = None,
-        may_fail: int | object | None = _panel.UNSET,
+        may_fail: int | object | None = UNSET,
         strategy: str | Strategy | None = None,
         evaluate: Evaluator | None = None,
     ) -> None:
@@ -255,8 +257,8 @@ class Tribunal:
         self.params = params
         self.memory = memory
         self.agents = list(agents if agents is not None else type(self).agents)
-        self.timeout: float | None = type(self).timeout if timeout is _panel.UNSET else timeout  # type: ignore[assignment]
-        chosen: Any = config.may_fail if may_fail is _panel.UNSET else may_fail
+        self.timeout: float | None = type(self).timeout if timeout is UNSET else timeout  # type: ignore[assignment]
+        chosen: Any = config.may_fail if may_fail is UNSET else may_fail
         _check_may_fail(chosen)
         self.may_fail: int | None = chosen
         self._hooks = {event: list(fns) for event, fns in config.hooks.items()}
@@ -296,8 +298,34 @@ class Tribunal:
 
     async def acall(self) -> Tribunal:
         """Async ``call``: the judges run as tasks on the running loop."""
-        await _panel.run(self)
+        await run.run(self._plan(), self)
         return self
+
+    def _plan(self) -> run.Plan:
+        return run.Plan(
+            name=self.name,
+            judges=tuple(self._judge(spec) for spec in self.agents),
+            hooks={event: tuple(hooks) for event, hooks in self._hooks.items()},
+            strategy=self._strategy,
+            evaluate=self._evaluate,
+            process=self._process,
+            timeout=self.timeout,
+            may_fail=self.may_fail,
+            streams=dict(self.streams),
+        )
+
+    def _judge(self, spec: Any) -> Any:
+        """A judge to run: a class built with this panel's input, or an instance as given."""
+        if isinstance(spec, type) and issubclass(spec, (Agent, Tribunal)):
+            return spec(
+                input=self.input, context=self.context, params=self.params, memory=self.memory
+            )
+        if isinstance(spec, (Agent, Tribunal)) or hasattr(spec, "acall") or hasattr(spec, "call"):
+            return spec
+        raise ConfigError(
+            f"{self.name}: a judge must be an Agent or Tribunal class or instance (or have "
+            f"call()/acall()), got {spec!r} (type={type(spec).__name__})"
+        )
 
     def result(self) -> Result:
         """The verdict as a Result (``processed == {"verdict": value}``), so tribunals nest."""
@@ -326,7 +354,7 @@ def _apply(config: _Config, fn: Any, declaration: tuple[Any, ...]) -> None:
         config.process = fn
     else:
         config.strategy, config.evaluate = declaration[1], fn
-        if declaration[2] is not _panel.UNSET:
+        if declaration[2] is not UNSET:
             config.may_fail = declaration[2]
 
 

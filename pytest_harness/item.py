@@ -1,21 +1,21 @@
 """The harness's part in one test: its scope, cassette, network guard and reports.
 
-``ItemRun.start`` builds what governs the test's model calls from the session settings and
-its ``harness`` markers (the plugin stores it on the item at setup); the plugin runs each
-phase of the test inside ``ItemRun.active()`` and calls ``ItemRun.finish`` after teardown.
+The plugin's per-test hooks delegate here. At setup ``ItemRun.start`` builds what governs
+the test's model calls from the session settings and its ``harness`` markers; each phase
+runs inside ``ItemRun.active()``; after teardown ``ItemRun.finish`` closes the cassette.
 Tribunals run inside the test are reported here: JUnit properties, the
 ``pytest_harness_tribunal`` hook, the fixture's list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_harness import _litellm, scope, settings
+from pytest_harness import _litellm, marker, scope
 from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction
 from pytest_harness.cassettes.slot import CassetteSlot, cassette_path
@@ -24,6 +24,66 @@ from pytest_harness.local.route import LocalRoute
 
 if TYPE_CHECKING:
     from pytest_harness.fixture import Harness
+    from pytest_harness.settings import Settings
+
+
+def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, None, None]:
+    """The setup phase (a hook wrapper's body): start the test's run, then set up in it."""
+    try:
+        run = item.stash[_RUN] = ItemRun.start(item, session, run_id)
+    except ValueError as error:
+        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
+        yield
+        pytest.fail(describe(error), pytrace=False)
+    with run.active():
+        return (yield)
+
+
+def call(item: pytest.Item) -> Generator[None, None, None]:
+    """The call phase, in the test's scope."""
+    run = item.stash.get(_RUN, None)
+    if run is None:
+        return (yield)
+    with run.active():
+        return (yield)
+
+
+def teardown(item: pytest.Item, *, record_failed: bool) -> Generator[None, None, None]:
+    """The teardown phase, in the test's scope; then the cassette is closed (and saved)."""
+    run = item.stash.get(_RUN, None)
+    if run is None:
+        return (yield)
+    try:
+        with run.active():
+            return (yield)
+    finally:
+        problem = run.finish(keep=not item.stash.get(_FAILED, False) or record_failed)
+        if problem is not None:
+            # No traceback: its frames would show the secret values the scan looked for.
+            pytest.fail(problem, pytrace=False)
+
+
+def makereport(item: pytest.Item, when: str) -> Generator[None, Any, Any]:
+    """Remember a failure; fail a passing test whose refused connection was swallowed."""
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    run = item.stash.get(_RUN, None)
+    blocked = run.blocked() if run is not None and when == "call" else None
+    if blocked is not None and report.passed:
+        report.outcome = "failed"
+        report.longrepr = blocked
+    return report
+
+
+def fixture(item: pytest.Item) -> Harness:
+    """The ``harness`` fixture's object of the test (one per test)."""
+    run = item.stash.get(_RUN, None)
+    if run is None:  # its harness marker is wrong: the test fails once set-up is over
+        from pytest_harness.fixture import Harness
+
+        return Harness(item.nodeid)
+    return run.fixture()
 
 
 class ItemRun:
@@ -44,13 +104,13 @@ class ItemRun:
         self.harness: Harness | None = None
 
     @classmethod
-    def start(cls, item: pytest.Item, session: settings.Settings, run_id: str) -> ItemRun:
+    def start(cls, item: pytest.Item, session: Settings, run_id: str) -> ItemRun:
         """The run of ``item``: its markers applied, its guard up in replay mode.
 
         Raises:
             ConfigError: a wrong ``harness`` marker argument.
         """
-        test = settings.for_test(session, *_marker_arguments(item))
+        test = marker.apply(session, *marker.arguments(item))
         run = cls(item, scope.Scope())
         if test.record == "none":
             run.guard = NetworkGuard(session.allow_hosts)
@@ -119,20 +179,10 @@ class ItemRun:
         return None
 
 
-def _marker_arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
-    """The test's ``harness`` markers merged: module, class, function; the closest wins."""
-    kwargs: dict[str, Any] = {}
-    args: tuple[Any, ...] = ()
-    for marker in reversed(list(item.iter_markers("harness"))):
-        kwargs.update(marker.kwargs)
-        args += marker.args
-    return kwargs, args
-
-
 def _slot(
     item: pytest.Item,
-    session: settings.Settings,
-    test: settings.TestSettings,
+    session: Settings,
+    test: marker.TestSettings,
     run_id: str,
     guard: NetworkGuard | None,
 ) -> CassetteSlot:
@@ -157,3 +207,7 @@ def _uses_harness(item: pytest.Item) -> bool:
     return item.get_closest_marker("harness") is not None or any(
         name.startswith("harness") for name in names
     )
+
+
+_RUN: pytest.StashKey[ItemRun] = pytest.StashKey()
+_FAILED: pytest.StashKey[bool] = pytest.StashKey()

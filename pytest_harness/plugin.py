@@ -1,8 +1,11 @@
 """pytest hooks of pytest-harness: options, ini keys, markers, the fixture, the session report.
 
 Only pytest glue lives here; behaviour is in the modules these hooks call, imported when a
-test first needs them. At start-up the plugin imports only ``settings`` (to resolve and check
-the options), so a suite that uses no harness feature pays almost nothing for it.
+test first needs them. At start-up the plugin imports only its hookspecs: a suite that uses
+no harness feature pays almost nothing for it.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
+it imports it; this module has none, and it is loaded at every start-up.
 """
 
 from __future__ import annotations
@@ -14,16 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pytest_harness.fixture import Harness
-    from pytest_harness.item import ItemRun
     from pytest_harness.settings import Settings
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
 RUN_ID: pytest.StashKey[str] = pytest.StashKey()
-RUN: pytest.StashKey[ItemRun] = pytest.StashKey()
-FAILED: pytest.StashKey[bool] = pytest.StashKey()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -33,8 +31,6 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_harness.settings import RECORD_MODES
-
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
     group.addoption(
         "--harness-live",
@@ -45,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--harness-record",
-        choices=RECORD_MODES,
+        metavar="{none,new,all}",  # checked with the other settings (settings.RECORD_MODES)
         default=None,
         help="cassette mode: none = replay only, offline (default); new = keep recordings and "
         "record missing requests; all = same as --harness-live",
@@ -66,43 +62,65 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print the table of every tribunal run at the end of the session (also shown "
         "with -v); with PATH also write it, with judge agreement, as JSON",
     )
-    parser.addini(
-        "harness_cassette_dir", "folder of cassettes, relative to rootdir", default="cassettes"
-    )
-    parser.addini("harness_model", "litellm model name that replaces every model call's model")
-    parser.addini(
+    for name, help, kind, default in _INI:
+        parser.addini(name, help, type=kind, default=default)
+
+
+# (name, help, type, default): registered in pytest_addoption; a value other than its default
+# means the session sets harness options (pytest_configure then resolves them at once).
+_INI: tuple[tuple[str, str, Any, Any], ...] = (
+    ("harness_cassette_dir", "folder of cassettes, relative to rootdir", None, "cassettes"),
+    ("harness_model", "litellm model name that replaces every model call's model", None, ""),
+    (
         "harness_record",
         "cassette mode when the command line gives none: none (default), new or all",
-        default="none",
-    )
-    parser.addini(
+        None,
+        "none",
+    ),
+    (
         "harness_degenerate",
         "on an empty, think-only or interrupted model response: fail (default), warn or off",
-        default="fail",
-    )
-    parser.addini("harness_timeout", "per-call model HTTP timeout in seconds")
-    parser.addini(
+        None,
+        "fail",
+    ),
+    ("harness_timeout", "per-call model HTTP timeout in seconds", None, ""),
+    (
         "harness_record_failed",
         "write a test's cassette even when the test failed while recording",
-        type="bool",
-        default=False,
-    )
-    parser.addini(
+        "bool",
+        False,
+    ),
+    (
         "harness_allow_hosts",
         "hosts tests may still connect to in replay mode, one per line (loopback included)",
-        type="linelist",
-    )
-    parser.addini(
+        "linelist",
+        [],
+    ),
+    (
         "harness_match_ignore",
         "dotted JSON body fields left out of cassette matching, one per line",
-        type="linelist",
-    )
-    for what in ("headers", "query", "body_fields"):
-        parser.addini(
-            f"harness_redact_{what}",
-            f"extra request {what.replace('_', ' ')} redacted before cassettes are saved",
-            type="linelist",
-        )
+        "linelist",
+        [],
+    ),
+    (
+        "harness_redact_headers",
+        "extra request headers redacted before cassettes are saved",
+        "linelist",
+        [],
+    ),
+    (
+        "harness_redact_query",
+        "extra request query redacted before cassettes are saved",
+        "linelist",
+        [],
+    ),
+    (
+        "harness_redact_body_fields",
+        "extra request body fields redacted before cassettes are saved",
+        "linelist",
+        [],
+    ),
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -117,20 +135,46 @@ def pytest_configure(config: pytest.Config) -> None:
         "scenarios(team, input, limit=None): parametrize the test with the findings of a "
         "shared-state team (lands with teams)",
     )
-    from pytest_harness import settings
-
-    try:
-        config.stash[SETTINGS] = settings.resolve(
-            config.option, config.getini, config.rootpath, config.option.verbose
-        )
-    except ValueError as error:
-        raise pytest.UsageError(str(error)) from None
+    if _sets_harness_options(config):
+        settings(config)  # a wrong value is a usage error now, not at the first test
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
     config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
-    if workerinput is None:  # under xdist the controller reports for every worker
-        config.pluginmanager.register(_SessionReport(config), "harness-report")
+    shown = config.option.harness_report is not None or config.option.verbose > 0
+    if workerinput is None and shown:  # under xdist the controller reports for every worker
+        from pytest_harness.report import SessionReport
+
+        path = settings(config).report
+        json = config.invocation_params.dir / path if path else None
+        config.pluginmanager.register(SessionReport(json), "harness-report")
+
+
+def settings(config: pytest.Config) -> Settings:
+    """The session's settings (command line > ini > default), resolved on first use.
+
+    A session whose command line and ini file set no harness option resolves them when a
+    test first needs them: defaults cannot be wrong, and ``settings`` is not imported at
+    start-up. Otherwise they are resolved in ``pytest_configure``.
+    """
+    resolved = config.stash.get(SETTINGS, None)
+    if resolved is None:
+        from pytest_harness.settings import resolve
+
+        try:
+            resolved = resolve(config.option, config.getini, config.rootpath, config.option.verbose)
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        config.stash[SETTINGS] = resolved
+    return resolved
+
+
+def _sets_harness_options(config: pytest.Config) -> bool:
+    option = config.option
+    cli = (option.harness_record, option.harness_model, option.harness_report)
+    if option.harness_live or any(value is not None for value in cli):
+        return True
+    return any(config.getini(name) != default for name, _, _, default in _INI)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -159,104 +203,40 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     ``harness.assert_verdict(Tribunal, input)`` fails the test, with every judge's vote and
     reason, unless the panel's verdict passes; ``harness.tribunals`` lists the panels run.
     """
-    item: pytest.Item = request.node
-    run = item.stash.get(RUN, None)
-    if run is None:  # its harness marker is wrong: the test fails once set-up is over
-        from pytest_harness.fixture import Harness
+    from pytest_harness import item
 
-        return Harness(item.nodeid)
-    return run.fixture()
+    return item.fixture(request.node)
+
+
+# The per-test hooks run the test in its harness scope; pytest_harness.item does the work.
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    from pytest_harness.errors import describe
-    from pytest_harness.item import ItemRun
+    from pytest_harness.item import setup
 
-    config = item.config
-    try:
-        run = item.stash[RUN] = ItemRun.start(item, config.stash[SETTINGS], config.stash[RUN_ID])
-    except ValueError as error:
-        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
-        yield
-        pytest.fail(describe(error), pytrace=False)
-    with run.active():
-        return (yield)
+    return (yield from setup(item, settings(item.config), item.config.stash[RUN_ID]))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    run = item.stash.get(RUN, None)
-    if run is None:
-        return (yield)
-    with run.active():
-        return (yield)
+    from pytest_harness.item import call
+
+    return (yield from call(item))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    run = item.stash.get(RUN, None)
-    if run is None:
-        return (yield)
-    try:
-        with run.active():
-            return (yield)
-    finally:
-        settings = item.config.stash[SETTINGS]
-        problem = run.finish(keep=not item.stash.get(FAILED, False) or settings.record_failed)
-        if problem is not None:
-            # No traceback: its frames would show the secret values the scan looked for.
-            pytest.fail(problem, pytrace=False)
+    from pytest_harness.item import teardown
+
+    record_failed = settings(item.config).record_failed
+    return (yield from teardown(item, record_failed=record_failed))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, Any, Any]:
-    report = yield
-    if report.failed:
-        item.stash[FAILED] = True
-    run = item.stash.get(RUN, None)
-    blocked = run.blocked() if run is not None and call.when == "call" else None
-    if blocked is not None and report.passed:
-        # The test passed although a connection was refused (a library swallowed the error).
-        report.outcome = "failed"
-        report.longrepr = blocked
-    return report
+    from pytest_harness.item import makereport
 
-
-class _SessionReport:
-    """Collects every tribunal run (from all xdist workers) and reports it at the end.
-
-    Records travel in each test's ``user_properties``: xdist ships them to the controller,
-    JUnit XML writes them as properties.
-    """
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.records: list[dict[str, Any]] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" and report.user_properties:
-            from pytest_harness.report import records_in
-
-            self.records += records_in(report.user_properties)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        settings = self.config.stash[SETTINGS]
-        if not self.records or (settings.report is None and settings.verbose <= 0):
-            return
-        from pytest_harness import report
-
-        report.summary(terminalreporter.write_sep, terminalreporter.write_line, self.records)
-        if settings.report:
-            terminalreporter.write_line(f"tribunal report written to {self._json_path()}")
-
-    def pytest_sessionfinish(self) -> None:
-        if self.config.stash[SETTINGS].report:
-            from pytest_harness.report import write_json
-
-            write_json(self._json_path(), self.records)
-
-    def _json_path(self) -> Path:
-        return self.config.invocation_params.dir / str(self.config.stash[SETTINGS].report)
+    return (yield from makereport(item, call.when))

@@ -13,12 +13,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_harness.agent import totals
 from pytest_harness.errors import describe
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
-from pytest_harness.tribunal.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from pytest_harness.tribunal.verdicts import Verdict
 
 RECORD_PROPERTY = "harness_tribunal"
 REASON_WIDTH = 60
@@ -26,6 +27,8 @@ REASON_WIDTH = 60
 
 def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict[str, Any]:
     """The JSON-ready account of one finished (or failed) tribunal run."""
+    from pytest_harness.agent import totals
+
     verdict: Verdict | None = tribunal.verdict
     votes = list(verdict.votes) if verdict is not None else []
     errors = [{"agent": e["agent"], "error": describe(e["error"])} for e in tribunal.errors]
@@ -122,6 +125,37 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
     ]
     headers = ["test", "tribunal", "verdict", "votes", "errors", "tokens", "cost", "time"]
     return tabulate(rows, headers=headers)
+
+
+class SessionReport:
+    """Collects every tribunal run (from all xdist workers) and reports it at the end.
+
+    The plugin registers it (on the xdist controller) when the session asks for a report
+    (``-v`` or ``--harness-report``). Records travel in each test's ``user_properties``:
+    xdist ships them to the controller, JUnit XML writes them as properties.
+
+    Args:
+        json_path: where to write the JSON report, or None for the table only.
+    """
+
+    def __init__(self, json_path: Path | None) -> None:
+        self.json_path = json_path
+        self.records: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "teardown" and report.user_properties:
+            self.records += records_in(report.user_properties)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.records:
+            return
+        summary(terminalreporter.write_sep, terminalreporter.write_line, self.records)
+        if self.json_path is not None:
+            terminalreporter.write_line(f"tribunal report written to {self.json_path}")
+
+    def pytest_sessionfinish(self) -> None:
+        if self.json_path is not None:
+            write_json(self.json_path, self.records)
 
 
 def summary(

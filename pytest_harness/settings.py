@@ -1,12 +1,12 @@
 """Settings: the command line, the ``harness`` marker and the ini file, resolved once.
 
 Precedence, everywhere: command line, then marker, then ini, then default. The session-wide
-part is resolved in ``pytest_configure`` into ``Settings``; the per-test part (marker
-arguments) is merged in by ``for_test`` when the test starts.
+part is resolved here, in ``pytest_configure``, into ``Settings``; the per-test part (the
+``harness`` marker's arguments) is applied by ``marker.apply`` when the test starts.
 
-This module is imported at every pytest start-up, so it is kept cheap: the values are
-``NamedTuple``s (a frozen dataclass costs about 1 ms to create; these are read-only all the
-same) and the error module is imported only to raise.
+This module is imported at every pytest start-up, so it is kept cheap: ``Settings`` is a
+``NamedTuple`` (a frozen dataclass costs about 1 ms to create; this is read-only all the
+same) and the errors module is imported only to raise.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ RecordMode: TypeAlias = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
 DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
-MARKER_ARGS = ("cassette", "degenerate", "model", "record", "timeout")
 _Option = TypeVar("_Option", bound=str)
 
 
@@ -66,16 +65,6 @@ class Settings(NamedTuple):
     verbose: int = 0
 
 
-class TestSettings(NamedTuple):
-    """One test's settings: the session's, with its ``harness`` marker applied."""
-
-    record: RecordMode
-    cassette: str | bool | None
-    degenerate: DegenerateMode
-    model: str | None
-    timeout: float | None
-
-
 def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
     """Build the session settings from parsed options and an ini getter.
 
@@ -86,12 +75,10 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         verbose: ``config.option.verbose``.
     """
     cli_record = _record_mode(options.harness_live, options.harness_record)
-    record = cli_record or _choice("harness_record", ini("harness_record") or "none", RECORD_MODES)
+    record = cli_record or choice("harness_record", ini("harness_record") or "none", RECORD_MODES)
     cli_model = options.harness_model
     model = cli_model or ini("harness_model") or None
-    degenerate = _choice(
-        "harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES
-    )
+    degenerate = choice("harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES)
     return Settings(
         record=record,
         record_from_cli=cli_record is not None,
@@ -100,7 +87,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         report=_report_path(options.harness_report),
         cassette_dir=rootdir / (ini("harness_cassette_dir") or "cassettes"),
         degenerate=degenerate,
-        timeout=_seconds("harness_timeout", ini("harness_timeout")),
+        timeout=seconds("harness_timeout", ini("harness_timeout")),
         record_failed=_flag("harness_record_failed", ini("harness_record_failed")),
         allow_hosts=tuple(ini("harness_allow_hosts") or ()),
         match_ignore=tuple(ini("harness_match_ignore") or ()),
@@ -121,47 +108,6 @@ def _report_path(value: str | None) -> str | None:
     return value
 
 
-def for_test(
-    settings: Settings, marker_kwargs: dict[str, Any], marker_args: tuple[Any, ...]
-) -> TestSettings:
-    """Apply one test's ``@pytest.mark.harness(...)`` arguments to the session settings."""
-    if marker_args:
-        raise _config_error(
-            f"@pytest.mark.harness takes keyword arguments only ({', '.join(MARKER_ARGS)}), "
-            f"got positional {marker_args!r}; write for example "
-            '@pytest.mark.harness(cassette="name").'
-        )
-    unknown = sorted(set(marker_kwargs) - set(MARKER_ARGS))
-    if unknown:
-        raise _config_error(
-            f"@pytest.mark.harness got unknown argument(s) {', '.join(unknown)}; "
-            f"expected some of: {', '.join(MARKER_ARGS)}."
-        )
-    cassette = marker_kwargs.get("cassette")
-    if cassette not in (None, False) and (not isinstance(cassette, str) or not cassette.strip()):
-        raise _config_error(
-            "@pytest.mark.harness(cassette=...) expects a non-empty str (a cassette name) or "
-            f"False (no cassette: the test talks to its endpoints directly), got {cassette!r}."
-        )
-    model = marker_kwargs.get("model")
-    if model is not None and not isinstance(model, str):
-        raise _config_error(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
-    degenerate = marker_kwargs.get("degenerate", settings.degenerate)
-    timeout = marker_kwargs.get("timeout")
-    record = settings.record
-    if not settings.record_from_cli and "record" in marker_kwargs:
-        record = _choice("@pytest.mark.harness(record=...)", marker_kwargs["record"], RECORD_MODES)
-    return TestSettings(
-        record=record,
-        cassette=cassette,
-        degenerate=_choice("@pytest.mark.harness(degenerate=...)", degenerate, DEGENERATE_MODES),
-        model=settings.model if settings.model_from_cli else (model or settings.model),
-        timeout=settings.timeout
-        if timeout is None
-        else _seconds("@pytest.mark.harness(timeout=...)", timeout),
-    )
-
-
 def _record_mode(live: bool, record: str | None) -> RecordMode | None:
     """The command line's record mode, or None when it gave none."""
     if live and record not in (None, "all"):
@@ -173,17 +119,19 @@ def _record_mode(live: bool, record: str | None) -> RecordMode | None:
         return "all"
     if record is None:
         return None
-    return _choice("--harness-record", record, RECORD_MODES)
+    return choice("--harness-record", record, RECORD_MODES)
 
 
-def _choice(name: str, value: Any, allowed: tuple[_Option, ...]) -> _Option:
+def choice(name: str, value: Any, allowed: tuple[_Option, ...]) -> _Option:
+    """``value`` if it is one of ``allowed``, else ``ConfigError`` naming ``name``."""
     for option in allowed:
         if value == option:
             return option
     raise _config_error(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
 
 
-def _seconds(name: str, value: Any) -> float | None:
+def seconds(name: str, value: Any) -> float | None:
+    """A positive number of seconds (None for none given), else ``ConfigError``."""
     if value in (None, ""):
         return None
     try:

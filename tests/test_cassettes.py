@@ -287,25 +287,35 @@ def test_streaming_replays_the_same_text(suite: pytest.Pytester, server: Loopbac
     assert seen == ["streamed words arrive here"] * 2
 
 
-def test_volatile_body_fields_are_ignored_when_listed(
-    suite: pytest.Pytester, server: LoopbackServer
-) -> None:
-    suite.makeini("[pytest]\nharness_match_ignore =\n    user\n    metadata.trace\n")
-    suite.makepyfile(
-        test_v="""
-        import os
+VOLATILE = """
+import os
 
-        def test_v(ask):
-            run = os.environ["RUN"]
-            assert ask("x", user=run, metadata={"trace": run, "keep": 1}).text == "ok"
-        """
-    )
-    run_live = suite.runpytest_subprocess
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RUN", "first")
-        run_live("--harness-live").assert_outcomes(passed=1)
-        mp.setenv("RUN", "second")
-        run(suite).assert_outcomes(passed=1)
+def test_v(ask):
+    run = os.environ["RUN"]
+    volatile = {"user": run, "metadata": {"trace": run, "keep": 1}}
+    assert ask("x", extra_body=volatile).text == "ok"
+"""
+
+
+def test_volatile_body_fields_are_ignored_when_listed(
+    suite: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.handler = lambda body: Reply(content="ok")
+    suite.makeini("[pytest]\nharness_match_ignore =\n    user\n    metadata.trace\n")
+    suite.makepyfile(test_v=VOLATILE)
+    monkeypatch.setenv("RUN", "first")
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    (sent,) = server.requests  # the volatile fields really are in the recorded body
+    assert (sent["user"], sent["metadata"]) == ("first", {"trace": "first", "keep": 1})
+
+    monkeypatch.setenv("RUN", "second")
+    run(suite).assert_outcomes(passed=1)  # matched although user and metadata.trace differ
+    assert len(server.requests) == 1
+
+    suite.makeini("[pytest]\nharness_match_ignore =\n    user\n")
+    missed = run(suite)  # metadata.trace is compared again: a miss
+    missed.assert_outcomes(failed=1)
+    missed.stdout.fnmatch_lines(["*CassetteMiss*", '*-*"trace": "first"*', '*+*"trace": "second"*'])
 
 
 def test_corrupt_cassette_errors_that_test_only(suite: pytest.Pytester) -> None:
@@ -407,6 +417,94 @@ def test_network_guard_blocks_replay_mode(suite: pytest.Pytester, server: Loopba
     run(suite, "--harness-live").assert_outcomes(passed=2)  # off while recording
     suite.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
     run(suite).assert_outcomes(passed=2)  # loopback by opt-in
+
+
+def test_network_guard_refuses_any_internet_address(suite: pytest.Pytester) -> None:
+    # 192.0.2.1 is reserved for documentation (RFC 5737): nothing answers there, and the
+    # guard refuses it before connect() is called, so no packet leaves.
+    suite.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+    suite.makepyfile(
+        test_net="""
+        import socket
+        import time
+        import pytest
+        from pytest_harness import NetworkBlocked
+
+        @pytest.mark.harness
+        def test_documentation_address():
+            started = time.perf_counter()
+            with pytest.raises(NetworkBlocked, match="192.0.2.1:80"):
+                socket.create_connection(("192.0.2.1", 80), timeout=5)
+            assert time.perf_counter() - started < 1
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)  # refused, and the refusal fails the test
+    result.stdout.fnmatch_lines(["*blocked network connections in replay mode: 192.0.2.1:80*"])
+
+
+def test_redaction_keys_and_cassette_dir_from_the_ini_file(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content="ok")
+    suite.makeini(
+        "[pytest]\n"
+        "harness_cassette_dir = recorded/llm\n"
+        "harness_redact_headers = X-Tenant-Secret\n"
+        "harness_redact_query = session\n"
+        "harness_redact_body_fields = metadata.account_token\n"
+    )
+    suite.makepyfile(
+        test_r="""
+        import urllib.request
+        from conftest import URL
+
+        def test_r(ask):
+            ask("x", extra_headers={"X-Tenant-Secret": "tenant-7"},
+                extra_body={"metadata": {"account_token": "acct-9", "keep": "visible"}})
+            # Any HTTP the test makes once its cassette is open is recorded too.
+            urllib.request.urlopen(URL + "/models?session=s-42&page=2", timeout=5).read()
+        """
+    )
+    run(suite, "--harness-live").assert_outcomes(passed=1)
+    (sent,) = server.requests
+    assert sent["metadata"] == {"account_token": "acct-9", "keep": "visible"}
+    assert not (suite.path / "cassettes").exists()
+    path = suite.path / "recorded/llm/test_r/test_r.yaml"
+    chat, models = json.loads(path.read_text())["interactions"]
+    assert chat["request"]["headers"]["x-tenant-secret"] == ["REDACTED"]
+    body = json.loads(chat["request"]["body"])
+    assert body["metadata"] == {"account_token": "REDACTED", "keep": "visible"}
+    assert models["request"]["uri"].endswith("/v1/models?session=REDACTED&page=2")
+    for secret in ("tenant-7", "acct-9", "s-42"):
+        assert secret not in path.read_text()
+    run(suite).assert_outcomes(passed=1)  # and it replays from there, redacted
+    assert len(server.requests) == 1
+
+
+TIMEOUT = """
+import pytest
+from litellm.exceptions import Timeout
+
+def test_ini_timeout(ask):
+    with pytest.raises(Timeout):
+        ask("slow", max_retries=0)
+
+@pytest.mark.harness(timeout=5)
+def test_marker_timeout(ask):
+    assert ask("slow", max_retries=0).text == "late"
+"""
+
+
+def test_call_timeout_from_the_ini_file_and_the_marker(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content="late", delay=1.0)
+    suite.makeini("[pytest]\nharness_timeout = 0.3\nharness_allow_hosts = 127.0.0.1\n")
+    suite.makepyfile(test_t=TIMEOUT)
+    result = run(suite, "--harness-live")
+    result.assert_outcomes(passed=2)  # 0.3 s from the ini times out; 5 s from the marker waits
+    assert len(server.requests) == 2
 
 
 def test_xdist_records_a_shared_cassette_from_two_workers(

@@ -234,6 +234,16 @@ def test_wrong_marker_arguments_error_that_test_only(
         ((), "harness_degenerate = loud", "*harness_degenerate expects one of fail, warn, off*"),
         ((), "harness_timeout = -3", "*harness_timeout expects a positive number*"),
         (("--harness-live", "--harness-record=new"), "", "*--harness-live records everything*"),
+        (
+            ("--harness-record=sometimes",),
+            "",
+            "*--harness-record expects one of none, new, all, got*",
+        ),
+        (
+            ("--harness-report", "sub.py"),
+            "",
+            "*--harness-report got 'sub.py', which looks like a test*",
+        ),
     ],
 )
 def test_wrong_settings_are_usage_errors(

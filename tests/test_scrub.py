@@ -58,7 +58,25 @@ def _cassette(request: Any, response: dict[str, Any] | None = None) -> dict[str,
 # -- redact_request: headers -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(DEFAULT.request_headers))
+# Named here, not read from the implementation: dropping one from the defaults must fail.
+DEFAULT_HEADERS = [
+    "anthropic-organization-id",
+    "api-key",
+    "authorization",
+    "cookie",
+    "openai-organization",
+    "openai-project",
+    "proxy-authorization",
+    "x-api-key",
+    "x-goog-api-key",
+]
+
+
+def test_the_default_request_headers_are_the_documented_ones() -> None:
+    assert sorted(DEFAULT.request_headers) == DEFAULT_HEADERS
+
+
+@pytest.mark.parametrize("name", DEFAULT_HEADERS)
 @pytest.mark.parametrize("case", [str.lower, str.upper, str.title])
 def test_every_default_request_header_is_replaced_not_removed(name: str, case: Any) -> None:
     request = Request("POST", URL, BODY, {case(name): "sk-secret-value-0123456789abcdef"})
@@ -93,7 +111,14 @@ def test_with_extra_adds_to_the_defaults_lower_cased() -> None:
 # -- redact_request: URL query ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("param", sorted(DEFAULT.query_params))
+DEFAULT_QUERY = ["access_token", "api-key", "api_key", "apikey", "key", "sig", "signature", "token"]
+
+
+def test_the_default_query_parameters_are_the_documented_ones() -> None:
+    assert sorted(DEFAULT.query_params) == DEFAULT_QUERY
+
+
+@pytest.mark.parametrize("param", DEFAULT_QUERY)
 def test_every_default_query_param_value_is_replaced(param: str) -> None:
     request = _request(f"{URL}?a=1&{param}=s3cr3t-v4lue&z=%2F#frag")
     redact_request(request, DEFAULT)

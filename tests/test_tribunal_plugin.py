@@ -235,18 +235,29 @@ def test_changed_judge_instructions_miss_the_cassette(
     body = """
         from conftest import Lenient, Tribunal
 
+        class Judge(Lenient):
+            instructions = "You are a lenient judge of support replies."
+
         class One(Tribunal):
-            agents = [Lenient]
+            agents = [Judge]
 
         def test_one(harness):
             harness.assert_verdict(One, "Thanks!")
         """
     suite.makepyfile(test_miss=body)
     run(suite, "--harness-live").assert_outcomes(passed=1)
-    suite.makepyfile(test_miss=body.replace("Thanks!", "Thanks a lot!"))
+    run(suite).assert_outcomes(passed=1)  # unchanged: replayed
+    suite.makepyfile(test_miss=body.replace("lenient judge", "lenient judge of tone"))
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*CassetteMiss*", "*--harness-record=new*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteMiss*",
+            '*-*"content": "You are a lenient judge of support replies.*',
+            '*+*"content": "You are a lenient judge of tone of support replies.*',
+            "*--harness-record=new*",
+        ]
+    )
 
 
 def test_bad_strategy_fails_collection_with_the_valid_ones(suite: pytest.Pytester) -> None:

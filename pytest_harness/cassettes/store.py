@@ -66,6 +66,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         redaction: scrub.Redaction,
         rerecord_hint: str,
     ) -> None:
+        self.file = Path(path)
         self._ignore = tuple(ignore)
         self._index: dict[matching.RequestKey, list[int]] = {}
         self._hint = rerecord_hint
@@ -200,7 +201,7 @@ def save_recordings(
     new = [_dump_interaction(request, response) for request, response in cassette.recorded_now]
     if not new:
         return False
-    path = Path(cassette._path)
+    path = cassette.file
     with FileLock(_lock_path(path)):
         kept: list[Any] = []
         if path.exists():

@@ -120,7 +120,7 @@ def test_recorded_responses_replay_identically_offline(
     assert after == before
     assert before["plain"]["content"]
     assert before["streamed"]["content"]
-    assert before["streamed"]["finish_reason"] is not None
+    assert before["streamed"]["finish_reason"] in ("stop", "length")
 
 
 def test_recorded_tribunal_replays_the_same_votes_offline(

@@ -1,0 +1,192 @@
+"""The package's layout: no import cycles, no reading another module's private names.
+
+The import graph is read from the source (``ast``): every import counts, at module level,
+inside functions and under ``TYPE_CHECKING``, because each is a dependency a reader has to
+follow. An import of ``pytest_harness.a.b`` is an edge to that module only (its parent
+packages are initialised first by Python, whatever imports them).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import pytest_harness
+
+pytestmark = pytest.mark.harness(cassette=False)
+
+ROOT = Path(pytest_harness.__file__).parent
+PACKAGE = "pytest_harness"
+
+# Private attributes of other libraries' objects, read on purpose (and only these).
+FOREIGN_PRIVATE = {
+    "_getframe": "sys._getframe: is a decorator called in a class body (tribunal.declare)",
+    "_hidden_params": "litellm keeps a response's cost there (_litellm)",
+    "_to_dict": "vcrpy's Request serialises itself there (cassettes.store)",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, ast.Module]:
+    return {module_name(path): ast.parse(path.read_text()) for path in ROOT.rglob("*.py")}
+
+
+def imports(tree: ast.Module, known: set[str]) -> Iterator[tuple[str, str | None]]:
+    """(module imported, name taken from it or None) for every import of the package."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(PACKAGE):
+                    yield alias.name, None
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in known:
+                    yield submodule, None
+                else:
+                    yield str(node.module), alias.name
+
+
+def graph() -> dict[str, set[str]]:
+    trees = modules()
+    known = set(trees)
+    return {
+        name: {target for target, _ in imports(tree, known) if target != name}
+        for name, tree in trees.items()
+    }
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path (first module repeated at the end), or None."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        for target in sorted(edges.get(node, ())):
+            cycle = visit(target, [*path, node])
+            if cycle:
+                return cycle
+        done.add(node)
+        return None
+
+    for start in sorted(edges):
+        cycle = visit(start, [])
+        if cycle:
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(edges) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    trees = modules()
+    found = [
+        f"{name} imports {name_taken} from {source}"
+        for name, tree in trees.items()
+        for source, name_taken in imports(tree, set(trees))
+        if name_taken is not None and _private(name_taken)
+    ]
+    assert found == []
+
+
+def test_no_module_reads_another_modules_private_attributes() -> None:
+    """``x._name`` is read only where ``_name`` is defined, or on ``self`` / ``cls``."""
+    found = []
+    for name, tree in modules().items():
+        own = _defined_names(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            if owner in ("self", "cls") or node.attr in own or node.attr in FOREIGN_PRIVATE:
+                continue
+            found.append(f"{name}:{node.lineno} reads {ast.unparse(node)}")
+    assert found == []
+
+
+def test_each_public_constant_and_alias_is_defined_once() -> None:
+    homes: dict[str, list[str]] = {}
+    for name, tree in modules().items():
+        for constant in _public_constants(tree):
+            homes.setdefault(constant, []).append(name)
+    assert {constant: where for constant, where in homes.items() if len(where) > 1} == {}
+
+
+def test_startup_imports_only_what_registering_the_plugin_needs(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_sessionfinish(session):
+            loaded = sorted(m for m in sys.modules if m.startswith("pytest_harness"))
+            print("LOADED:", ",".join(loaded))
+        """
+    )
+    pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("-s", "--collect-only", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["LOADED: pytest_harness,pytest_harness.hookspecs,pytest_harness.plugin"]
+    )
+
+
+def test_each_subpackage_imports_on_its_own() -> None:
+    """Every module imports first in a fresh interpreter: no order a cycle would need."""
+    names = sorted(n for n in modules() if n != PACKAGE)
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    for name in names:
+        subprocess.run([sys.executable, "-c", code, name], check=True, capture_output=True)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """Every name this module defines or assigns (functions, classes, attributes, locals)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def _public_constants(tree: ast.Module) -> Iterator[str]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        else:
+            continue
+        for target in targets:
+            alias = isinstance(node, ast.AnnAssign) and "TypeAlias" in ast.unparse(node.annotation)
+            if not _private(target) and (target.isupper() or alias) and target != "__all__":
+                yield target

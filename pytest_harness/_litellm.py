@@ -19,8 +19,13 @@ from typing import Any
 
 from pytest_harness.errors import ProviderResponseError
 from pytest_harness.local.route import LOCAL_MODEL
-from pytest_harness.response import ModelResponse, TokenCallback, ToolCall, Usage
-from pytest_harness.validator import split_think
+from pytest_harness.response import (
+    ModelResponse,
+    TokenCallback,
+    Usage,
+    read_completion,
+    read_stream,
+)
 
 _ENV_DEFAULTS = {
     # Without it litellm fetches its price map over the network at import.
@@ -226,93 +231,21 @@ def _from_completion(model: str, raw: Any, started: float) -> ModelResponse:
             f"model {model!r} answered without any choice: {json.dumps(data)[:300]}. "
             "The provider's reply is not a chat completion; check api_base and the model name."
         )
-    message = choices[0].get("message") or {}
-    content = message.get("content")
-    usage = _usage(data.get("usage"))
-    return ModelResponse(
-        content=content,
-        reasoning=message.get("reasoning_content") or split_think(content)[0],
-        tool_calls=tuple(_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])),
-        finish_reason=choices[0].get("finish_reason"),
-        interrupted=False,
-        usage=usage,
-        cost=_cost(model, usage, raw),
-        model=model,
-        latency_s=time.perf_counter() - started,
+    return read_completion(
+        data, model=model, cost=lambda usage: _cost(model, usage, raw), started=started
     )
 
 
 def _from_stream(model: str, chunks: list[Any], stream: Any, started: float) -> ModelResponse:
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    usage: Any = None
-    for chunk in chunks:
-        data = _as_dict(chunk)
-        usage = data.get("usage") or usage
-        for choice in data.get("choices") or []:
-            delta = choice.get("delta") or {}
-            content.append(delta.get("content") or "")
-            reasoning.append(delta.get("reasoning_content") or "")
-            for part in delta.get("tool_calls") or []:
-                _merge_tool_delta(calls, part)
     # litellm closes every stream with a finish reason, even one the provider never sent;
     # what the provider sent is kept on the wrapper.
-    finish = getattr(stream, "received_finish_reason", None)
-    text = "".join(content) or None
-    counted = _usage(usage)
-    return ModelResponse(
-        content=text,
-        reasoning="".join(reasoning) or split_think(text)[0],
-        tool_calls=tuple(_tool_call(i, calls[i]) for i in sorted(calls)),
-        finish_reason=finish,
-        interrupted=finish is None,
-        usage=counted,
-        cost=_cost(model, counted),
+    return read_stream(
+        [_as_dict(chunk) for chunk in chunks],
+        finish_reason=getattr(stream, "received_finish_reason", None),
         model=model,
-        latency_s=time.perf_counter() - started,
+        cost=lambda usage: _cost(model, usage),
+        started=started,
     )
-
-
-def _merge_tool_delta(calls: dict[int, dict[str, Any]], part: Mapping[str, Any]) -> None:
-    index = part.get("index") or 0
-    slot = calls.setdefault(index, {"id": None, "function": {"name": "", "arguments": ""}})
-    slot["id"] = part.get("id") or slot["id"]
-    function = part.get("function") or {}
-    slot["function"]["name"] += function.get("name") or ""
-    slot["function"]["arguments"] += function.get("arguments") or ""
-
-
-def _tool_call(index: int, data: Mapping[str, Any]) -> ToolCall:
-    function = data.get("function") or {}
-    raw = function.get("arguments")
-    raw_text = raw if isinstance(raw, str) else json.dumps(raw)
-    return ToolCall(
-        id=data.get("id") or f"call_{index}",
-        name=function.get("name") or "",
-        arguments=_parse_arguments(raw),
-        raw_arguments=raw_text,
-    )
-
-
-def _parse_arguments(raw: Any) -> Mapping[str, Any] | None:
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    try:
-        parsed = json.loads(raw)
-    except (TypeError, ValueError):
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def _usage(data: Any) -> Usage:
-    data = _as_dict(data) if data is not None else {}
-    prompt = int(data.get("prompt_tokens") or 0)
-    completion = int(data.get("completion_tokens") or 0)
-    total = int(data.get("total_tokens") or prompt + completion)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
 def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:

@@ -13,22 +13,18 @@ from hypothesis import strategies as st
 from pytest_harness.agent import Result
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
-from pytest_harness.tribunal.verdicts import (
+from pytest_harness.tribunal.strategies import (
     VALID_STRATEGIES,
-    JudgeFailure,
     Strategy,
-    Verdict,
-    Vote,
     at_least,
-    default_vote,
     fraction,
     majority,
     mean,
     passes,
-    reason_of,
     strategy,
     unanimous,
 )
+from pytest_harness.tribunal.verdicts import JudgeFailure, Verdict, Vote, default_vote, reason_of
 
 pytestmark = pytest.mark.harness(cassette=False)
 

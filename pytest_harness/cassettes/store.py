@@ -1,17 +1,13 @@
-"""vcrpy glue: an indexed cassette, a fast readable file format, durable merged writes.
+"""vcrpy glue: an indexed cassette, HTTP patched through it, its recordings saved.
 
-- ``HarnessCassette`` is a vcrpy ``Cassette`` whose lookup is a dict keyed by the canonical
-  request (``matching.request_key``), not vcrpy's scan of every recording with every
-  matcher: replay costs the same at 10 and at 1,000 interactions. Identical requests replay
-  in recorded order. A miss in replay raises ``CassetteMiss`` with a body diff.
-- Files are JSON, indented, one field per line (JSON is YAML, so the ``.yaml`` name holds):
-  ``json`` loads 1,000 interactions in milliseconds where PyYAML takes a third of a second.
-  A hand-edited file in YAML syntax still loads, through PyYAML's C loader.
-- Writes are atomic (temporary file in the same folder, then ``os.replace``), scanned for
-  secrets first, and merged under a file lock: every test of one recording run that shares
-  a cassette adds to it, also from other xdist workers; a new run replaces it.
+``HarnessCassette`` is a vcrpy ``Cassette`` whose lookup is a dict keyed by the canonical
+request (``matching.request_key``), not vcrpy's scan of every recording with every matcher:
+replay costs the same at 10 and at 1,000 interactions. Identical requests replay in
+recorded order. A miss in replay raises ``CassetteMiss`` with a body diff. The file itself
+(format, atomic merged writes) is ``files``'s business.
 
-This module imports vcrpy and is itself imported only when a test first calls a model.
+The only module of the package that imports vcrpy; it is itself imported only when a test
+first calls a model.
 """
 
 from __future__ import annotations
@@ -19,26 +15,20 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import vcr.filters
-from filelock import FileLock
 from vcr.cassette import Cassette
 from vcr.patch import CassettePatcherBuilder
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness.cassettes import matching, scrub
+from pytest_harness.cassettes import files, matching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss, describe
 
-FORMAT_VERSION = 1
 # A replayed call asks for the key of the same request several times (vcrpy's
 # can_play_response_for, play_response, and the miss check); the canonical JSON is the cost.
 _request_key = functools.lru_cache(maxsize=512)(matching.request_key)
@@ -130,7 +120,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self.record_mode == RecordMode.ALL:
             return  # re-recording from scratch: the old file is neither needed nor trusted
         try:
-            requests, responses, metadata = _Persister.load(Path(self._path))
+            requests, responses, metadata = _Persister.load(self.file)
         except CassetteNotFoundError:
             return
         for request, response in zip(requests, responses, strict=True):
@@ -198,101 +188,14 @@ def save_recordings(
     the run that share it, then this one). ``new``: the file keeps what it had and gains the
     new interactions. Raises CassetteError when a secret is found; nothing is written then.
     """
-    new = [_dump_interaction(request, response) for request, response in cassette.recorded_now]
+    new = [
+        files.interaction(request._to_dict(), response)
+        for request, response in cassette.recorded_now
+    ]
     if not new:
         return False
-    path = cassette.file
-    with FileLock(_lock_path(path)):
-        kept: list[Any] = []
-        if path.exists():
-            current = _read(path)
-            same_run = current.get("metadata", {}).get("run") == run_id
-            if mode != "all" or same_run:
-                kept = list(current.get("interactions", []))
-        data = {"version": FORMAT_VERSION, "metadata": {"run": run_id}, "interactions": kept + new}
-        scrub.check_before_write(data, secrets, str(path))
-        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    files.merge_and_write(cassette.file, new, mode=mode, run_id=run_id, secrets=secrets)
     return True
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _lock_path(path: Path) -> str:
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / "pytest-harness-locks"
-    folder.mkdir(exist_ok=True)
-    return str(folder / f"{digest}.lock")
-
-
-def _dump_interaction(request: Any, response: Mapping[str, Any]) -> dict[str, Any]:
-    raw = request._to_dict()
-    raw["body"] = _text_or_base64(raw["body"])
-    body = _text_or_base64((response.get("body") or {}).get("string"))
-    shown = body if isinstance(body, dict) else {"string": body or ""}
-    return {"request": raw, "response": {**response, "body": shown}}
-
-
-def _text_or_base64(data: bytes | str | None) -> str | dict[str, str] | None:
-    if data is None or isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
-
-
-def _read(path: Path) -> dict[str, Any]:
-    """Parse a cassette file: JSON first (fast), YAML for hand-edited files."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise CassetteError(f"cassette {path} is not UTF-8 text ({error}).") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        data = _yaml_or_fail(path, text, error)
-    if not isinstance(data, dict) or not isinstance(data.get("interactions", []), list):
-        raise CassetteError(
-            f"cassette {path} is not a cassette: expected a mapping with 'interactions'. "
-            "Delete it and re-record with --harness-live."
-        )
-    return data
-
-
-def _yaml_or_fail(path: Path, text: str, json_error: ValueError) -> Any:
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as error:
-        line: object
-        problem: object
-        if text.lstrip().startswith("{") and isinstance(json_error, json.JSONDecodeError):
-            line, problem = json_error.lineno, json_error.msg  # JSON-style file: JSON's account
-        else:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark else "?"
-            problem = getattr(error, "problem", None) or error
-        raise CassetteError(
-            f"cassette {path} does not parse, line {line}: {problem}. "
-            "Fix the file, or delete it and re-record the test with --harness-live."
-        ) from None
 
 
 def _load_request(raw: Mapping[str, Any]) -> Any:
@@ -320,7 +223,7 @@ class _Persister:
     def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
         if not path.is_file():
             raise CassetteNotFoundError()
-        data = _read(path)
+        data = files.read(path)
         if not data:
             raise CassetteNotFoundError()
         try:

@@ -35,46 +35,26 @@ return value replaces the results), ``after_verdict(verdict)``. Aliases: ``befor
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MethodType
 from typing import Any, ClassVar
 
 from pytest_harness import _aio
 from pytest_harness.agent import Agent, Result, totals
 from pytest_harness.errors import ConfigError
-from pytest_harness.tribunal import run, verdicts
-from pytest_harness.tribunal.run import Hook
-from pytest_harness.tribunal.verdicts import Evaluator, Strategy, Verdict, strategy
-
-VALID_HOOKS = (
-    "before_call",
-    "before_agent",
-    "after_agent",
-    "agent_error",
-    "after_call",
-    "before_verdict",
-    "after_verdict",
+from pytest_harness.tribunal import run, strategies
+from pytest_harness.tribunal.declarations import (
+    UNSET,
+    Declarations,
+    check_hook,
+    check_may_fail,
+    check_streams,
+    in_class_body,
+    mark,
 )
-VALID_STREAMS = ("token", "agent", "tribunal")
-UNSET: Any = object()  # "not given": None is a meaningful timeout / may_fail
-_MARK = "__harness_tribunal__"
-
-
-@dataclass
-class _Config:
-    """A tribunal class's own declarations (copied, never shared, by subclasses)."""
-
-    hooks: dict[str, list[Hook]] = field(default_factory=dict)
-    process: Callable[[list[Any]], Any] | None = None
-    strategy: Strategy | None = None
-    evaluate: Evaluator | None = None
-    may_fail: int | None = None
-
-    def copy(self) -> _Config:
-        hooks = {event: list(fns) for event, fns in self.hooks.items()}
-        return _Config(hooks, self.process, self.strategy, self.evaluate, self.may_fail)
+from pytest_harness.tribunal.run import Hook
+from pytest_harness.tribunal.strategies import Strategy, strategy
+from pytest_harness.tribunal.verdicts import Evaluator, Verdict
 
 
 class _ClassOrInstance:
@@ -99,37 +79,18 @@ class _VerdictAttribute:
         obj._verdict = value
 
 
-def _in_class_body(depth: int = 2) -> bool:
-    names = sys._getframe(depth).f_locals
-    return "__module__" in names and "__qualname__" in names
-
-
-def _check_hook(event: str) -> str:
-    if event not in VALID_HOOKS:
-        valid = ", ".join(VALID_HOOKS)
-        raise ConfigError(f"unknown Tribunal hook {event!r}. Valid hooks: {valid}")
-    return event
-
-
-def _mark(fn: Hook, *declaration: Any) -> Hook:
-    marks = list(getattr(fn, _MARK, ()))
-    marks.append(declaration)
-    setattr(fn, _MARK, marks)
-    return fn
-
-
 def _class_on(cls: type[Tribunal], event: str, fn: Hook | None = None, _depth: int = 1) -> Any:
-    _check_hook(event)
+    check_hook(event)
     if fn is not None:
-        cls._config.hooks.setdefault(event, []).append(fn)
+        cls._declarations.hooks.setdefault(event, []).append(fn)
         return fn
-    if _in_class_body(_depth + 1):  # the user's frame, _depth calls up: a class body?
-        return lambda hook: _mark(hook, "hook", event)
+    if in_class_body(_depth):  # the user's frame, _depth calls up: a class body?
+        return lambda hook: mark(hook, "hook", event)
     return lambda hook: _class_on(cls, event, hook)
 
 
 def _instance_on(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
-    _check_hook(event)
+    check_hook(event)
     if fn is None:
 
         def register(hook: Hook) -> Hook:
@@ -142,9 +103,9 @@ def _instance_on(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
 
 
 def _class_process(cls: type[Tribunal], fn: Callable[[list[Any]], Any]) -> Any:
-    if _in_class_body():
-        return _mark(fn, "process")
-    cls._config.process = fn
+    if in_class_body(1):
+        return mark(fn, "process")
+    cls._declarations.process = fn
     return fn
 
 
@@ -159,25 +120,18 @@ def _declare_verdict(
     """Declare the verdict rule and its per-judge evaluator (a decorator)."""
     built = strategy(rule, *args)
     if may_fail is not UNSET:  # not given: keep the class's may_fail
-        _check_may_fail(may_fail)
-    body = _in_class_body()
+        check_may_fail(may_fail)
+    body = in_class_body(1)
 
     def declare(evaluate: Evaluator) -> Evaluator:
         if body:
-            return _mark(evaluate, "verdict", built, may_fail)
-        cls._config.strategy, cls._config.evaluate = built, evaluate
+            return mark(evaluate, "verdict", built, may_fail)
+        cls._declarations.strategy, cls._declarations.evaluate = built, evaluate
         if may_fail is not UNSET:
-            cls._config.may_fail = may_fail
+            cls._declarations.may_fail = may_fail
         return evaluate
 
     return declare
-
-
-def _check_may_fail(may_fail: Any) -> None:
-    if may_fail is not None and (
-        isinstance(may_fail, bool) or not isinstance(may_fail, int) or may_fail < 0
-    ):
-        raise ConfigError(f"may_fail expects None or a whole number >= 0, got {may_fail!r}")
 
 
 def _alias(prefix: str) -> _ClassOrInstance:
@@ -209,7 +163,7 @@ class Tribunal:
     timeout: float | None = 7
     may_fail: int | None = None
     strategy: str | Strategy | None = None
-    _config: ClassVar[_Config] = _Config()
+    _declarations: ClassVar[Declarations] = Declarations()
 
     on = _ClassOrInstance(_class_on, _instance_on)
     before = _alias("before_")
@@ -221,21 +175,20 @@ class Tribunal:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         parent = next(base for base in cls.__mro__[1:] if issubclass(base, Tribunal))
-        config = parent._config.copy()
+        config = parent._declarations.copy()
         own = cls.__dict__
         if "strategy" in own and own["strategy"] is not None:
             config.strategy = strategy(own["strategy"])
         if "may_fail" in own:
-            _check_may_fail(own["may_fail"])
+            check_may_fail(own["may_fail"])
             config.may_fail = own["may_fail"]
         for name, value in list(own.items()):
-            for declaration in getattr(value, _MARK, ()):
-                _apply(config, value, declaration)
+            if config.apply(value):
                 if hasattr(Tribunal, name):  # `def verdict(result)` must not hide the API
                     delattr(cls, name)
                 else:
                     setattr(cls, name, staticmethod(value))
-        cls._config = config
+        cls._declarations = config
 
     def __init__(
         self,
@@ -251,7 +204,7 @@ class Tribunal:
         strategy: str | Strategy | None = None,
         evaluate: Evaluator | None = None,
     ) -> None:
-        config = type(self)._config
+        config = type(self)._declarations
         self.input = input
         self.context = dict(context or {})
         self.params = params
@@ -259,13 +212,13 @@ class Tribunal:
         self.agents = list(agents if agents is not None else type(self).agents)
         self.timeout: float | None = type(self).timeout if timeout is UNSET else timeout  # type: ignore[assignment]
         chosen: Any = config.may_fail if may_fail is UNSET else may_fail
-        _check_may_fail(chosen)
+        check_may_fail(chosen)
         self.may_fail: int | None = chosen
         self._hooks = {event: list(fns) for event, fns in config.hooks.items()}
         self._process = config.process
-        self._strategy = verdicts.strategy(strategy) if strategy is not None else config.strategy
+        self._strategy = strategies.strategy(strategy) if strategy is not None else config.strategy
         self._evaluate = evaluate or config.evaluate
-        self.streams = _check_streams(streams or {})
+        self.streams = check_streams(streams or {})
         self.results: list[Result] = []
         self.errors: list[dict[str, Any]] = []
         self.agent_execution_times: list[dict[str, Any]] = []
@@ -344,25 +297,3 @@ class Tribunal:
     def __repr__(self) -> str:
         state = "not run" if self._verdict is None else ("passed" if self._verdict else "failed")
         return f"<{self.name} {len(self.agents)} judges, {state}>"
-
-
-def _apply(config: _Config, fn: Any, declaration: tuple[Any, ...]) -> None:
-    kind = declaration[0]
-    if kind == "hook":
-        config.hooks.setdefault(declaration[1], []).append(fn)
-    elif kind == "process":
-        config.process = fn
-    else:
-        config.strategy, config.evaluate = declaration[1], fn
-        if declaration[2] is not UNSET:
-            config.may_fail = declaration[2]
-
-
-def _check_streams(streams: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-    unknown = sorted(set(streams) - set(VALID_STREAMS))
-    if unknown:
-        raise ConfigError(
-            f"unknown Tribunal stream(s) {', '.join(unknown)}. Valid streams: "
-            + ", ".join(VALID_STREAMS)
-        )
-    return dict(streams)

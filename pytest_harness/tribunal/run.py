@@ -32,7 +32,8 @@ from pytest_harness.errors import (
     NetworkBlocked,
     describe,
 )
-from pytest_harness.tribunal.verdicts import Evaluator, Strategy, Verdict, decide
+from pytest_harness.tribunal.strategies import Strategy
+from pytest_harness.tribunal.verdicts import Evaluator, Verdict, decide
 
 Hook: TypeAlias = Callable[..., Any]
 # Errors of the test's set-up rather than of a judge: they fail the panel at once, unchanged

@@ -151,7 +151,7 @@ def test_startup_imports_only_what_registering_the_plugin_needs(pytester: pytest
     )
 
 
-def test_each_subpackage_imports_on_its_own() -> None:
+def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     """Every module imports first in a fresh interpreter: no order a cycle would need."""
     names = sorted(n for n in modules() if n != PACKAGE)
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"

@@ -13,6 +13,7 @@ from pytest_harness import (
     InvalidResponse,
     ModelResponse,
     ProviderResponseError,
+    _litellm,
     acomplete,
     complete,
     scope,
@@ -252,6 +253,7 @@ def test_scope_model_override_replaces_the_model(server: LoopbackServer) -> None
 def test_scope_timeout_bounds_a_slow_call(server: LoopbackServer) -> None:
     import litellm
 
+    _litellm.load()  # importing litellm (1.5 s) in the first test of a process is not timed
     server.queue(Reply(delay=2.0))
     started = time.perf_counter()
     with scope.override(timeout=0.3, retries=0), pytest.raises(litellm.exceptions.Timeout):
@@ -290,6 +292,7 @@ def test_concurrent_async_calls_run_together(server: LoopbackServer) -> None:
         calls = [acomplete("hi", model=server.model, **server.params) for _ in range(6)]
         return await asyncio.gather(*calls)
 
+    _litellm.load()  # importing litellm (1.5 s) in the first test of a process is not timed
     started = time.perf_counter()
     responses = asyncio.run(panel())
     assert [r.content for r in responses] == ["done"] * 6

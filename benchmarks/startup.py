@@ -17,9 +17,7 @@ rewrites the asserts of its modules). Every other installed pytest plugin is blo
 2. Wall time (noisy on a shared machine): a fresh process warms pytest up without the
    plugin, then runs ``pytest.main`` in-process without it, with it (the first run that
    imports it) and without it again; the figure is ``with - mean(without)``, median over
-   rounds, each round in a new process; beside it, the fastest ``with`` less the fastest
-   ``without`` (the runs least disturbed by other load). The floor is the median
-   ``without``.
+   rounds, each round in a new process. The floor is the median ``without``.
 
 Run::
 
@@ -160,16 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             added = [with_ms - without for with_ms, without in rounds]
             floor_ms = statistics.median(without for _, without in rounds)
             median = statistics.median(added)
-            # The fastest run of each kind is the least disturbed by other load.
-            fastest = min(w for w, _ in rounds) - min(wo for _, wo in rounds)
-            row: list[object] = [name, floor_ms, median, fastest, 100 * median / floor_ms]
+            row: list[object] = [name, floor_ms, median, 100 * median / floor_ms]
             if counting:
                 floor_i, added_i = measure_instructions(root, env)
                 row += [added_i / 1e6, 100 * added_i / floor_i]
             verdict = "" if caching else ("OK" if median <= TARGET_MS else "OVER")
             rows.append([*row, "" if caching else f"<= {TARGET_MS:g}", verdict])
             print(f"{name}: added ms per round: {', '.join(f'{a:.1f}' for a in added)}")
-    headers = ["condition", "floor (ms)", "added (ms)", "min - min (ms)", "added/floor %"]
+    headers = ["condition", "floor (ms)", "added (ms)", "added/floor %"]
     if counting:
         headers += ["added (M instr.)", "of floor instr. %"]
     print(f"\npytest --collect-only on {FILES * TESTS_PER_FILE} tests, {args.rounds} rounds")

@@ -246,9 +246,11 @@ def test_changed_judge_instructions_miss_the_cassette(
         """
     suite.makepyfile(test_miss=body)
     run(suite, "--harness-live").assert_outcomes(passed=1)
-    run(suite).assert_outcomes(passed=1)  # unchanged: replayed
+    # The replays run in fresh processes: nothing of the recording run's modules is reused.
+    replay = ("-p", "no:cacheprovider")
+    suite.runpytest_subprocess(*replay).assert_outcomes(passed=1)  # unchanged: replayed
     suite.makepyfile(test_miss=body.replace("lenient judge", "lenient judge of tone"))
-    result = run(suite)
+    result = suite.runpytest_subprocess(*replay)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

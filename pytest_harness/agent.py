@@ -141,8 +141,7 @@ class Agent:
 
     def messages(self, *, schema_in_prompt: bool = False) -> list[dict[str, Any]]:
         """System instructions (with the output schema when asked), the memory, the prompt."""
-        output = Output.of(self.output, self.name) if schema_in_prompt else None
-        return self._messages(output.instructions if output is not None else None)
+        return self._messages(self._output().instructions if schema_in_prompt else None)
 
     def resolved_model(self) -> str:
         """The model this call will use: the harness override, else the agent's own."""
@@ -183,7 +182,7 @@ class Agent:
         """
         started = time.perf_counter()
         model_name = self.resolved_model()
-        output = Output.of(self.output, self.name)
+        output = self._output()
         native = output.schema is not None and self.uses_response_format(model_name)
         params: dict[str, Any] = dict(self.params)
         if self.temperature is not None:
@@ -196,12 +195,18 @@ class Agent:
             **params,
         )
         response = await model.asend(call, on_token=on_token)
-        processed = output.read(response.text, raw=response.content or "")
-        return self._result(response, processed, started)
+        return self._result(response, self.parse(response), started)
 
     def parse(self, response: ModelResponse) -> Any:
         """The processed value of a reply: the schema-checked JSON, or the visible text."""
-        return Output.of(self.output, self.name).read(response.text, raw=response.content or "")
+        return self._output().read(response.text, raw=response.content or "")
+
+    def _output(self) -> Output:
+        """The output declaration, read once (again only if ``output`` is replaced)."""
+        read: Output | None = self.__dict__.get("_read_output")
+        if read is None or read.declared is not self.output:
+            read = self._read_output = Output.of(self.output, self.name)
+        return read
 
     def _messages(self, schema_text: str | None) -> list[dict[str, Any]]:
         system = [self.instructions] if self.instructions else []

@@ -48,7 +48,7 @@ def call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
 
 
-def teardown(item: pytest.Item, *, record_failed: bool) -> Generator[None, None, None]:
+def teardown(item: pytest.Item) -> Generator[None, None, None]:
     """The teardown phase, in the test's scope; then the cassette is closed (and saved)."""
     run = item.stash.get(_RUN, None)
     if run is None:
@@ -57,7 +57,7 @@ def teardown(item: pytest.Item, *, record_failed: bool) -> Generator[None, None,
         with run.active():
             return (yield)
     finally:
-        problem = run.finish(keep=not item.stash.get(_FAILED, False) or record_failed)
+        problem = run.finish(failed=item.stash.get(_FAILED, False))
         if problem is not None:
             # No traceback: its frames would show the secret values the scan looked for.
             pytest.fail(problem, pytrace=False)
@@ -90,15 +90,18 @@ class ItemRun:
     """What the harness keeps for one running test.
 
     Attributes:
-        scope: what governs the test's model calls.
+        scope: what governs the test's model calls (set by ``start``).
         slot: the test's cassette, or None (``cassette=False``).
         guard: the network guard in replay mode, else None.
+        record_failed: save the cassette even when the test failed.
         harness: the ``harness`` fixture's object, once the test asked for it.
     """
 
-    def __init__(self, item: pytest.Item, scope_: scope.Scope) -> None:
+    scope: scope.Scope
+
+    def __init__(self, item: pytest.Item, *, record_failed: bool) -> None:
         self.item = item
-        self.scope = scope_
+        self.record_failed = record_failed
         self.slot: CassetteSlot | None = None
         self.guard: NetworkGuard | None = None
         self.harness: Harness | None = None
@@ -111,7 +114,7 @@ class ItemRun:
             ConfigError: a wrong ``harness`` marker argument.
         """
         test = marker.apply(session, *marker.arguments(item))
-        run = cls(item, scope.Scope())
+        run = cls(item, record_failed=session.record_failed)
         if test.record == "none":
             run.guard = NetworkGuard(session.allow_hosts)
         if test.cassette is not False:
@@ -166,14 +169,14 @@ class ItemRun:
             + ". Record the test with --harness-live, or allow the hosts with harness_allow_hosts."
         )
 
-    def finish(self, *, keep: bool) -> str | None:
-        """Stop the guard; close the cassette, saving it when ``keep``; return an error or None."""
+    def finish(self, *, failed: bool) -> str | None:
+        """Stop the guard; close the cassette (saved unless the test failed); an error or None."""
         if self.guard is not None:
             self.guard.uninstall()
         if self.slot is None:
             return None
         try:
-            self.slot.close(keep=keep)
+            self.slot.close(keep=not failed or self.record_failed)
         except HarnessError as error:
             return describe(error)
         return None

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from pytest_harness import _litellm, scope
 from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse, quote
@@ -44,6 +44,14 @@ class Request:
 
     model: str
     kwargs: dict[str, Any]
+
+
+@overload
+def resolve(model: str) -> str: ...
+
+
+@overload
+def resolve(model: str | None) -> str | None: ...
 
 
 def resolve(model: str | None) -> str | None:
@@ -107,7 +115,7 @@ def complete(
     """
     built = request(
         messages,
-        model=resolve(model) or model,
+        model=resolve(model),
         tools=tools,
         response_format=response_format,
         stream=stream,
@@ -129,7 +137,7 @@ async def acomplete(
     """Async twin of ``complete``: same arguments, same response, same checks."""
     built = request(
         messages,
-        model=resolve(model) or model,
+        model=resolve(model),
         tools=tools,
         response_format=response_format,
         stream=stream,

@@ -229,8 +229,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_harness.item import teardown
 
-    record_failed = settings(item.config).record_failed
-    return (yield from teardown(item, record_failed=record_failed))
+    return (yield from teardown(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,27 +149,18 @@ class SessionReport:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.records:
             return
-        summary(terminalreporter.write_sep, terminalreporter.write_line, self.records)
+        terminalreporter.write_sep("=", "pytest-harness tribunals")
+        terminalreporter.write_line(session_table(self.records))
+        rows = agreement(self.records)
+        if any(row["runs"] for row in rows):
+            terminalreporter.write_line("")
+            terminalreporter.write_line(agreement_table(rows))
         if self.json_path is not None:
             terminalreporter.write_line(f"tribunal report written to {self.json_path}")
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
             write_json(self.json_path, self.records)
-
-
-def summary(
-    write_sep: Callable[[str, str], object],
-    write_line: Callable[[str], object],
-    records: Sequence[Mapping[str, Any]],
-) -> None:
-    """Write the session's tribunal table, then the agreement table, to the terminal."""
-    write_sep("=", "pytest-harness tribunals")
-    write_line(session_table(records))
-    rows = agreement(records)
-    if any(row["runs"] for row in rows):
-        write_line("")
-        write_line(agreement_table(rows))
 
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from pytest_harness.errors import (
     InvalidResponse,
     JudgeOutputError,
 )
-from pytest_harness.response import Usage
+from pytest_harness.response import ModelResponse, Usage
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -227,6 +227,19 @@ def test_no_instructions_no_system_message(server: LoopbackServer) -> None:
     server.queue(Reply(content="fine"))
     Agent(input="hello", model=server.model, params=server.params).call()
     assert server.requests[-1]["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_a_parse_override_decides_the_processed_value(server: LoopbackServer) -> None:
+    def parse(self: Agent, response: Any) -> Any:
+        return {"verdict": Agent.parse(self, response)["pass"], "chars": len(response.text)}
+
+    Judge = judge(server, "Judge", "Judge it.", parse=parse)
+    server.queue(Reply(content='{"pass": true}'), Reply(content='{"pass": false}'))
+    assert Judge(input="x").call().processed == {"verdict": True, "chars": 14}
+    agent = Judge(input="y")
+    assert agent.call().processed == {"verdict": False, "chars": 15}
+    agent.output = {"type": "object"}  # a replaced declaration is read again
+    assert agent.parse(ModelResponse(content='{"pass": 1}')) == {"verdict": 1, "chars": 11}
 
 
 def test_schema_goes_into_the_prompt_without_response_format(server: LoopbackServer) -> None:

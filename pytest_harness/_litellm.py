@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pytest_harness import _env
 from pytest_harness.errors import ProviderResponseError
 from pytest_harness.local.route import LOCAL_MODEL
 from pytest_harness.response import (
@@ -27,12 +28,6 @@ from pytest_harness.response import (
     read_stream,
 )
 
-_ENV_DEFAULTS = {
-    # Without it litellm fetches its price map over the network at import.
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    # litellm's aiohttp transport consumes async bodies before vcrpy can record them.
-    "DISABLE_AIOHTTP_TRANSPORT": "True",
-}
 _litellm: Any = None
 # litellm's own "internal call" switch: no success-logging thread or logging-worker task per
 # call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
@@ -40,15 +35,14 @@ _litellm: Any = None
 # litellm's callbacks (HARNESS_LITELLM_CALLBACKS=1).
 _QUIET: Any = None
 _SCHEMA_SUPPORT: dict[str, bool] = {}
-_UNPRICED: set[str] = set()  # models litellm has no price for: don't ask again
+_UNPRICED: set[tuple[str | None, str]] = set()  # models litellm has no price for: don't ask again
 
 
 def lib() -> Any:
     """litellm, imported on first use and configured for testing."""
     global _litellm, _QUIET
     if _litellm is None:
-        for name, value in _ENV_DEFAULTS.items():
-            os.environ.setdefault(name, value)
+        _env.apply()
         import litellm
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
@@ -253,16 +247,22 @@ def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:
     hidden = getattr(raw, "_hidden_params", None) or {}
     if isinstance(hidden, Mapping) and isinstance(hidden.get("response_cost"), (int, float)):
         return float(hidden["response_cost"])
-    if model in _UNPRICED:
+    return price(model, usage)
+
+
+def price(model: str, usage: Usage, provider: str | None = None) -> float | None:
+    """The cost of ``usage`` on ``model`` from litellm's price map, or None when unpriced."""
+    if (provider, model) in _UNPRICED:
         return None
     try:
         prompt, completion = lib().cost_per_token(
             model=model,
+            custom_llm_provider=provider,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
         )
     except Exception:  # litellm raises a bare Exception for models it has no price for
-        _UNPRICED.add(model)
+        _UNPRICED.add((provider, model))
         return None
     return float(prompt) + float(completion)
 

@@ -10,10 +10,18 @@ Every error names what went wrong and what to do about it. The tree::
     ├── JudgeOutputError                    an agent's reply does not parse or fit its schema
     ├── AgentTimeout (also TimeoutError)    a judge still running at the panel's deadline
     ├── AllAgentsFailed                     every judge failed (or more than ``may_fail``)
-    ├── CassetteMiss                        replay found no recording for a request
     ├── CassetteError                       a cassette cannot be read or written safely
     ├── NetworkBlocked (also ConnectionError)  replay mode refused an outbound connection
     └── LocalModelError                     the embedded model cannot be installed or started
+
+    HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
+    ├── CassetteMiss                        replay found no recording for a request
+    └── BudgetExceeded                      the recorded spend passed harness_max_cost
+
+``HarnessStop`` errors are raised inside the HTTP transport of whatever client the code
+under test uses. Deriving from ``BaseException`` keeps them out of every ``except
+Exception``: provider SDKs do not retry them (a miss fails in milliseconds, not after
+seconds of backoff) or wrap them, and application fallbacks do not swallow them.
 
 Provider failures (HTTP 429, 500, timeouts, ...) are not wrapped: they reach the caller as
 litellm's own typed exceptions, which carry the provider's message and status code.
@@ -103,8 +111,20 @@ class AllAgentsFailed(HarnessError):
         self.errors = errors
 
 
-class CassetteMiss(HarnessError):
+class HarnessStop(BaseException):
+    """An error that ends the test whatever code sits between it and the test.
+
+    Like ``pytest.fail``'s exception it is a ``BaseException``: SDK retry loops and
+    ``except Exception`` blocks in the code under test let it through.
+    """
+
+
+class CassetteMiss(HarnessStop):
     """Replay found no recorded interaction matching a request."""
+
+
+class BudgetExceeded(HarnessStop):
+    """A live model call was refused: the spend recorded so far passed ``harness_max_cost``."""
 
 
 class CassetteError(HarnessError):

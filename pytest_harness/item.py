@@ -1,14 +1,18 @@
 """The harness's part in one test: its scope, cassette, network guard and reports.
 
 The plugin's per-test hooks delegate here. At setup ``ItemRun.start`` builds what governs
-the test's model calls from the session settings and its ``harness`` markers; each phase
-runs inside ``ItemRun.active()``; after teardown ``ItemRun.finish`` closes the cassette.
-Tribunals run inside the test are reported here: JUnit properties, the
-``pytest_harness_tribunal`` hook, the fixture's list.
+the test's model calls from the session settings and its ``harness`` markers, and
+``ItemRun.open`` opens its cassette when the test uses the harness (or
+``harness_capture = all``): from then until teardown all the test's HTTP traffic is recorded
+or replayed. Each phase runs inside ``ItemRun.active()``; after teardown ``ItemRun.finish``
+closes the cassette. What the test's traffic held is reported here (``traffic.TrafficWatch``:
+misses, bad model responses, spend), and so are the tribunals run in it: JUnit properties,
+the ``pytest_harness_tribunal`` hook, the fixture's list.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,7 +24,8 @@ from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction
 from pytest_harness.cassettes.slot import CassetteSlot, cassette_path
 from pytest_harness.errors import HarnessError, describe
-from pytest_harness.local.route import LocalRoute
+from pytest_harness.local import route
+from pytest_harness.watch import TrafficWatch
 
 if TYPE_CHECKING:
     from pytest_harness.fixture import Harness
@@ -31,7 +36,8 @@ def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, 
     """The setup phase (a hook wrapper's body): start the test's run, then set up in it."""
     try:
         run = item.stash[_RUN] = ItemRun.start(item, session, run_id)
-    except ValueError as error:
+        run.open()
+    except HarnessError as error:  # a wrong marker, a broken cassette, no embedded model
         # Fail only after the rest of setup ran: pytest's own teardown expects its state.
         yield
         pytest.fail(describe(error), pytrace=False)
@@ -63,16 +69,26 @@ def teardown(item: pytest.Item) -> Generator[None, None, None]:
             pytest.fail(problem, pytrace=False)
 
 
-def makereport(item: pytest.Item, when: str) -> Generator[None, Any, Any]:
-    """Remember a failure; fail a passing test whose refused connection was swallowed."""
+def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Put what went wrong in the test's traffic first in its report; remember a failure.
+
+    A cassette miss an SDK wrapped, a bad model response the application received, a
+    refused connection a library swallowed: each fails the phase (also one that passed), its
+    message ahead of whatever error the test then raised.
+    """
     report = yield
+    run = item.stash.get(_RUN, None)
+    if run is not None and not report.skipped:
+        raised = call.excinfo.value if call.excinfo is not None else None
+        first = run.watch.unreported(raised)
+        if call.when == "call" and first is None:
+            first = run.blocked()
+        if first is not None and report.passed:
+            report.outcome, report.longrepr = "failed", first
+        elif first is not None:
+            report.longrepr = f"{first}\n\nThe test then failed with:\n{report.longrepr}"
     if report.failed:
         item.stash[_FAILED] = True
-    run = item.stash.get(_RUN, None)
-    blocked = run.blocked() if run is not None and when == "call" else None
-    if blocked is not None and report.passed:
-        report.outcome = "failed"
-        report.longrepr = blocked
     return report
 
 
@@ -93,18 +109,23 @@ class ItemRun:
         scope: what governs the test's model calls (set by ``start``).
         slot: the test's cassette, or None (``cassette=False``).
         guard: the network guard in replay mode, else None.
+        watch: what the test's traffic held (misses, bad responses, spend).
+        captures: whether the cassette is open for the whole test.
         record_failed: save the cassette even when the test failed.
         harness: the ``harness`` fixture's object, once the test asked for it.
     """
 
     scope: scope.Scope
+    watch: TrafficWatch
 
-    def __init__(self, item: pytest.Item, *, record_failed: bool) -> None:
+    def __init__(self, item: pytest.Item, *, record_failed: bool, captures: bool) -> None:
         self.item = item
         self.record_failed = record_failed
+        self.captures = captures
         self.slot: CassetteSlot | None = None
         self.guard: NetworkGuard | None = None
         self.harness: Harness | None = None
+        self._environ: dict[str, str | None] = {}
 
     @classmethod
     def start(cls, item: pytest.Item, session: Settings, run_id: str) -> ItemRun:
@@ -114,29 +135,73 @@ class ItemRun:
             ConfigError: a wrong ``harness`` marker argument.
         """
         test = marker.apply(session, *marker.arguments(item))
-        run = cls(item, record_failed=session.record_failed)
+        captures = session.capture == "all" or _uses_harness(item)
+        run = cls(item, record_failed=session.record_failed, captures=captures)
+        run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
         if test.record == "none":
-            run.guard = NetworkGuard(session.allow_hosts)
+            run.guard = NetworkGuard([*session.allow_hosts, *_host_names(session.ignore_hosts)])
         if test.cassette is not False:
             run.slot = _slot(item, session, test, run_id, run.guard)
-        if run.guard is not None and _uses_harness(item):
-            run.guard.install()  # the whole test is offline, not only from its first call
+            run.slot.on_response = run.watch.seen
+            run.slot.gate = run.watch.gate
+            run.watch.misses = run.slot.misses
+        live = test.record != "none"
         run.scope = scope.Scope(
             degenerate=test.degenerate,
             model=test.model,
             timeout=test.timeout,
             test_id=item.nodeid,
-            call_hooks=(LocalRoute(live=test.record != "none"), *filter(None, [run.slot])),
+            call_hooks=(route.LocalRoute(live=live), *filter(None, [run.slot])),
             listeners=(run.listen,),
         )
+        run.watch.scope = run.scope
+        if captures and live and test.model == route.LOCAL_MODEL and run.slot is not None:
+            run.slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
         return run
+
+    def open(self) -> None:
+        """Open the whole test's cassette (a test that uses the harness) and go offline.
+
+        With the embedded model (recording with ``--harness-model=local``, or replaying a
+        cassette recorded so) the OpenAI variables point the application at it.
+        """
+        if not self.captures:
+            return
+        if self.guard is not None:
+            self.guard.install()  # the whole test is offline, not only from its first call
+        if self.slot is None:
+            return
+        local = self.slot.metadata.get("endpoint") == route.LOCAL_MODEL
+        if local:  # the server starts (once) before the cassette sees any traffic
+            self._set_environ(route.environment(live=True))
+        self.slot.open()
+        if not local and self.slot.recorded_metadata.get("endpoint") == route.LOCAL_MODEL:
+            self._set_environ(route.environment(live=False))
+
+    def _set_environ(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self._environ.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _restore_environ(self) -> None:
+        for name, value in self._environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._environ.clear()
 
     @contextmanager
     def active(self) -> Iterator[None]:
         """Run one phase of the test with its scope in force."""
         _litellm.quiet_warnings()
         with scope.activate(self.scope):
-            yield
+            try:
+                yield
+            except BaseException:
+                self.watch.warn_pending(quiet=True)
+                raise
+            self.watch.warn_pending()
 
     def fixture(self) -> Harness:
         """The ``harness`` fixture's object (one per test)."""
@@ -148,6 +213,8 @@ class ItemRun:
 
     def listen(self, topic: str, payload: Any) -> None:
         """Report what the test's features did (a listener of its scope)."""
+        if topic == "response":
+            self.watch.harness_response(payload)
         if topic != "tribunal":
             return
         from pytest_harness import report
@@ -170,15 +237,18 @@ class ItemRun:
         )
 
     def finish(self, *, failed: bool) -> str | None:
-        """Stop the guard; close the cassette (saved unless the test failed); an error or None."""
+        """Stop the guard; close the cassette (saved unless the test failed); report the
+        test's spend. Returns an error or None."""
+        self._restore_environ()
         if self.guard is not None:
             self.guard.uninstall()
-        if self.slot is None:
-            return None
         try:
-            self.slot.close(keep=not failed or self.record_failed)
+            if self.slot is not None:
+                self.slot.close(keep=not failed or self.record_failed)
         except HarnessError as error:
             return describe(error)
+        finally:
+            self.item.user_properties.extend(self.watch.finish())
         return None
 
 
@@ -196,6 +266,7 @@ def _slot(
         nodeid=item.nodeid,
         run_id=run_id,
         ignore=session.match_ignore,
+        ignore_hosts=session.ignore_hosts,
         redaction=Redaction.with_extra(
             headers=session.redact_headers,
             query=session.redact_query,
@@ -203,6 +274,11 @@ def _slot(
         ),
         guard=guard,
     )
+
+
+def _host_names(hosts: tuple[str, ...]) -> list[str]:
+    """``name`` of each ``name`` or ``name:port`` (the guard allows hosts, not ports)."""
+    return [host.rpartition(":")[0] if host.count(":") == 1 else host for host in hosts]
 
 
 def _uses_harness(item: pytest.Item) -> bool:

@@ -148,7 +148,7 @@ async def acomplete(
 
 def send(call: Request, *, on_token: TokenCallback | None = None) -> ModelResponse:
     """Make a built call, then check its response (``complete`` is request + send)."""
-    with _clearer_errors():
+    with _clearer_errors(), scope.seam_call():
         response = _litellm.completion(call.kwargs, model=call.model, on_token=on_token)
     check(response)
     return response
@@ -156,7 +156,7 @@ def send(call: Request, *, on_token: TokenCallback | None = None) -> ModelRespon
 
 async def asend(call: Request, *, on_token: TokenCallback | None = None) -> ModelResponse:
     """Async twin of ``send``."""
-    with _clearer_errors():
+    with _clearer_errors(), scope.seam_call():
         response = await _litellm.acompletion(call.kwargs, model=call.model, on_token=on_token)
     check(response)
     return response
@@ -169,14 +169,27 @@ def check(response: ModelResponse) -> None:
     (``HarnessWarning``), ``off`` accepts. A response that is not failed is reported to the
     scope's listeners.
     """
-    current = scope.current()
-    problem = None if current.degenerate == "off" else _VALIDATOR.problem(response)
-    if problem is not None:
-        error = _problem_error(response, problem, current)
-        if current.degenerate == "fail":
+    error = problem(response)
+    if error is not None:
+        if scope.current().degenerate == "fail":
             raise error
         warnings.warn(HarnessWarning(str(error)), stacklevel=4)
     scope.emit("response", response)
+
+
+def problem(
+    response: ModelResponse, *, call: str = "", within: scope.Scope | None = None
+) -> InvalidResponse | None:
+    """The error a response deserves under the scope's ``degenerate`` mode, or None.
+
+    Args:
+        response: the response to check.
+        call: what made the call, for the message (the application's request, say).
+        within: the scope whose policy applies (default: the one in force).
+    """
+    current = within or scope.current()
+    reason = None if current.degenerate == "off" else _VALIDATOR.problem(response)
+    return None if reason is None else _problem_error(response, reason, current, call)
 
 
 @contextmanager
@@ -209,8 +222,10 @@ def _messages(messages: Messages) -> list[dict[str, Any]]:
     return [dict(m) for m in messages]
 
 
-def _problem_error(response: ModelResponse, problem: str, current: scope.Scope) -> InvalidResponse:
-    where = f" in {current.test_id}" if current.test_id else ""
+def _problem_error(
+    response: ModelResponse, problem: str, current: scope.Scope, call: str = ""
+) -> InvalidResponse:
+    where = (f" to {call}" if call else "") + (f" in {current.test_id}" if current.test_id else "")
     advice = (
         "Check the prompt and the model; to accept such responses set "
         "harness_degenerate = warn (or off) in your pytest ini, or mark the test with "

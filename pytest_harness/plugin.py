@@ -97,6 +97,26 @@ _INI: tuple[tuple[str, str, Any, Any], ...] = (
         [],
     ),
     (
+        "harness_ignore_hosts",
+        "hosts whose traffic passes through untouched, never recorded nor refused, one per line",
+        "linelist",
+        [],
+    ),
+    (
+        "harness_capture",
+        "whose HTTP traffic is recorded and replayed: harness (default: tests that use the "
+        "harness marker or a harness fixture) or all (every test)",
+        None,
+        "harness",
+    ),
+    ("harness_max_cost", "most one test may spend on live model calls (litellm prices)", None, ""),
+    (
+        "harness_max_session_cost",
+        "most the whole session may spend on live model calls (litellm prices)",
+        None,
+        "",
+    ),
+    (
         "harness_match_ignore",
         "dotted JSON body fields left out of cassette matching, one per line",
         "linelist",
@@ -124,6 +144,9 @@ _INI: tuple[tuple[str, str, Any, Any], ...] = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_harness import _env
+
+    _env.apply()  # litellm's environment, for the application's own litellm calls too
     config.addinivalue_line(
         "markers",
         "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None): "
@@ -238,4 +261,4 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Any, Any]:
     from pytest_harness.item import makereport
 
-    return (yield from makereport(item, call.when))
+    return (yield from makereport(item, call))

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_harness import spend
 from pytest_harness.errors import describe
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
 
@@ -54,13 +55,15 @@ def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict
 
 
 def junit_properties(data: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The test's JUnit XML properties for one tribunal run (the full record comes first)."""
-    cost = data["cost"]
+    """The test's JUnit XML properties for one tribunal run (the full record comes first).
+
+    The test's tokens and cost, its tribunals' included, are the test's own properties
+    (``spend.junit_properties``).
+    """
     return [
         (RECORD_PROPERTY, json.dumps(data, sort_keys=True)),
         ("harness_verdict", f"{data['tribunal']}: {data['outcome']}"),
         ("harness_votes", f"{data['votes_passed']}/{data['votes_cast']}"),
-        ("harness_cost", "" if cost is None else f"{cost:.6f}"),
     ]
 
 
@@ -118,7 +121,7 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
             f"{r['votes_passed']}/{r['votes_cast']}",
             len(r["errors"]),
             r["tokens"],
-            "" if r["cost"] is None else f"${r['cost']:.6f}",
+            _money(r["cost"]),
             _seconds(r["time"]),
         ]
         for r in records
@@ -141,26 +144,47 @@ class SessionReport:
     def __init__(self, json_path: Path | None) -> None:
         self.json_path = json_path
         self.records: list[dict[str, Any]] = []
+        self.usage: list[dict[str, Any]] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "teardown" and report.user_properties:
             self.records += records_in(report.user_properties)
+            self.usage += spend.records_in(report.user_properties)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.records:
-            return
+        if self.usage:
+            terminalreporter.write_sep("=", "pytest-harness model calls")
+            terminalreporter.write_line(usage_table(self.usage))
+        if self.records:
+            self._tribunals(terminalreporter)
+        if self.json_path is not None and (self.records or self.usage):
+            terminalreporter.write_line(f"harness report written to {self.json_path}")
+
+    def _tribunals(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "pytest-harness tribunals")
         terminalreporter.write_line(session_table(self.records))
         rows = agreement(self.records)
         if any(row["runs"] for row in rows):
             terminalreporter.write_line("")
             terminalreporter.write_line(agreement_table(rows))
-        if self.json_path is not None:
-            terminalreporter.write_line(f"tribunal report written to {self.json_path}")
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            write_json(self.json_path, self.records)
+            write_json(self.json_path, self.records, self.usage)
+
+
+def usage_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """Per test: model calls, tokens and cost; then the session's total."""
+    rows = [[r["test"], r["calls"], r["tokens"], _money(r["cost"])] for r in records]
+    costs = [r["cost"] for r in records if r["cost"] is not None]
+    total = sum(costs) if costs else None
+    rows.append(["total", sum(r["calls"] for r in records), sum(r["tokens"] for r in records)])
+    rows[-1].append(_money(total))
+    return tabulate(rows, headers=["test", "calls", "tokens", "cost"])
+
+
+def _money(cost: float | None) -> str:
+    return "" if cost is None else f"${cost:.6f}"
 
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -198,9 +222,13 @@ def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return tabulate(shown, headers=["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"])
 
 
-def write_json(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """Write the session's records and agreement as JSON (atomically)."""
-    data = {"tribunals": list(records), "agreement": agreement(records)}
+def write_json(
+    path: Path,
+    records: Sequence[Mapping[str, Any]],
+    usage: Sequence[Mapping[str, Any]] = (),
+) -> None:
+    """Write the session's tribunal records, agreement and model usage as JSON (atomically)."""
+    data = {"tribunals": list(records), "agreement": agreement(records), "usage": list(usage)}
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")

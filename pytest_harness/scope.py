@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -96,3 +97,21 @@ def emit(topic: str, payload: Any) -> None:
     """Tell every listener of the scope in force that ``topic`` happened."""
     for listener in _current.listeners:
         listener(topic, payload)
+
+
+_seam_call: ContextVar[bool] = ContextVar("pytest_harness_seam_call", default=False)
+
+
+@contextmanager
+def seam_call() -> Iterator[None]:
+    """Mark the HTTP traffic of the block as the model seam's own (it checks its responses)."""
+    token = _seam_call.set(True)
+    try:
+        yield
+    finally:
+        _seam_call.reset(token)
+
+
+def in_seam_call() -> bool:
+    """Whether the running code is inside a model seam call (``seam_call``)."""
+    return _seam_call.get()

@@ -21,6 +21,8 @@ RecordMode: TypeAlias = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
 DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
+CaptureMode: TypeAlias = Literal["harness", "all"]
+CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
 _Option = TypeVar("_Option", bound=str)
 
 
@@ -41,6 +43,14 @@ class Settings(NamedTuple):
         timeout: per-call HTTP timeout in seconds, or None for the provider default.
         record_failed: write a test's cassette even when the test failed while recording.
         allow_hosts: hosts replay may still connect to.
+        ignore_hosts: hosts whose traffic passes through untouched: never recorded, never
+            replayed, never refused.
+        capture: ``harness``: tests that use the harness (its marker or a ``harness*``
+            fixture) record and replay all their HTTP traffic; ``all``: every test does.
+        max_cost: the most one test may spend on live model calls, or None.
+        max_session_cost: the most the session may spend on live model calls, or None.
+        price_calls: whether each test's model calls are priced (litellm's price map):
+            when something shows the cost (a report, ``-v``, JUnit XML) or limits it.
         match_ignore: dotted JSON body fields left out of request matching.
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
@@ -58,6 +68,11 @@ class Settings(NamedTuple):
     timeout: float | None = None
     record_failed: bool = False
     allow_hosts: tuple[str, ...] = ()
+    ignore_hosts: tuple[str, ...] = ()
+    capture: CaptureMode = "harness"
+    max_cost: float | None = None
+    max_session_cost: float | None = None
+    price_calls: bool = False
     match_ignore: tuple[str, ...] = ()
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
@@ -79,17 +94,26 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
     cli_model = options.harness_model
     model = cli_model or ini("harness_model") or None
     degenerate = choice("harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES)
+    report = _report_path(options.harness_report)
+    max_cost = amount("harness_max_cost", ini("harness_max_cost"))
+    max_session_cost = amount("harness_max_session_cost", ini("harness_max_session_cost"))
+    shown = report is not None or verbose > 0 or bool(getattr(options, "xmlpath", None))
     return Settings(
         record=record,
         record_from_cli=cli_record is not None,
         model=model,
         model_from_cli=bool(cli_model),
-        report=_report_path(options.harness_report),
+        report=report,
         cassette_dir=rootdir / (ini("harness_cassette_dir") or "cassettes"),
         degenerate=degenerate,
         timeout=seconds("harness_timeout", ini("harness_timeout")),
         record_failed=_flag("harness_record_failed", ini("harness_record_failed")),
         allow_hosts=tuple(ini("harness_allow_hosts") or ()),
+        ignore_hosts=tuple(ini("harness_ignore_hosts") or ()),
+        capture=choice("harness_capture", ini("harness_capture") or "harness", CAPTURE_MODES),
+        max_cost=max_cost,
+        max_session_cost=max_session_cost,
+        price_calls=shown or max_cost is not None or max_session_cost is not None,
         match_ignore=tuple(ini("harness_match_ignore") or ()),
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
@@ -141,6 +165,22 @@ def seconds(name: str, value: Any) -> float | None:
     if seconds <= 0:
         raise _config_error(f"{name} expects a positive number of seconds, got {value!r}.")
     return seconds
+
+
+def amount(name: str, value: Any) -> float | None:
+    """A non-negative amount of money (None for none given), else ``ConfigError``."""
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0:
+        raise _config_error(
+            f"{name} expects an amount in the provider's currency (as litellm prices it), "
+            f"such as 0.50, got {value!r}."
+        )
+    return number
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -384,27 +384,31 @@ def test_a_crash_between_write_and_replace_keeps_the_old_cassette(
     run(suite).assert_outcomes(passed=1)  # the temporary file is ignored
 
 
+# A bare socket: no HTTP library the cassette patches, so only the network guard sees it.
 NETWORK = """
-import urllib.request
+import socket
 import pytest
 
-URL = "{url}/models"
+def fetch():
+    with socket.create_connection(("127.0.0.1", {port}), timeout=5) as connection:
+        connection.sendall(b"GET /v1/models HTTP/1.0\\r\\n\\r\\n")
+        return connection.recv(100)
 
 @pytest.mark.harness
 def test_direct_call():
-    urllib.request.urlopen(URL, timeout=5).read()
+    assert b" 200 " in fetch()
 
 @pytest.mark.harness
 def test_swallowed():
     try:
-        urllib.request.urlopen(URL, timeout=5).read()
+        fetch()
     except Exception:
         pass
 """
 
 
 def test_network_guard_blocks_replay_mode(suite: pytest.Pytester, server: LoopbackServer) -> None:
-    suite.makepyfile(test_net=NETWORK.format(url=server.url))
+    suite.makepyfile(test_net=NETWORK.format(port=server.port))
     result = run(suite)
     result.assert_outcomes(failed=2)
     # Each test's own failure; the tests may run in any order.

@@ -147,7 +147,10 @@ def test_startup_imports_only_what_registering_the_plugin_needs(pytester: pytest
     result = pytester.runpytest_subprocess("-s", "--collect-only", "-q")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
-        ["LOADED: pytest_harness,pytest_harness.hookspecs,pytest_harness.plugin"]
+        [
+            "LOADED: pytest_harness,pytest_harness._env,pytest_harness.hookspecs,"
+            "pytest_harness.plugin"
+        ]
     )
 
 

@@ -15,6 +15,7 @@ PUBLIC = [
     "Agent",
     "AgentTimeout",
     "AllAgentsFailed",
+    "BudgetExceeded",
     "CassetteError",
     "CassetteMiss",
     "ConfigError",
@@ -22,6 +23,7 @@ PUBLIC = [
     "Event",
     "Harness",
     "HarnessError",
+    "HarnessStop",
     "HarnessWarning",
     "InvalidResponse",
     "JudgeOutputError",
@@ -61,8 +63,12 @@ def test_unknown_name_is_an_attribute_error() -> None:
 def test_errors_form_the_documented_tree() -> None:
     from pytest_harness import errors
 
-    for name in ("AgentTimeout", "AllAgentsFailed", "CassetteError", "CassetteMiss"):
+    for name in ("AgentTimeout", "AllAgentsFailed", "CassetteError", "NetworkBlocked"):
         assert issubclass(getattr(errors, name), errors.HarnessError)
+    # Misses and budget stops pass every `except Exception` between them and the test.
+    for name in ("CassetteMiss", "BudgetExceeded"):
+        assert issubclass(getattr(errors, name), errors.HarnessStop)
+        assert not issubclass(getattr(errors, name), Exception)
     assert issubclass(errors.DegenerateResponse, errors.InvalidResponse)
     assert issubclass(errors.ConfigError, ValueError)
     assert issubclass(errors.AgentTimeout, TimeoutError)

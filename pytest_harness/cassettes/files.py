@@ -37,23 +37,27 @@ def merge_and_write(
     mode: str,
     run_id: str,
     secrets: Sequence[str],
+    metadata: Mapping[str, Any] | None = None,
 ) -> None:
     """Write the interactions a test recorded into ``path``, keeping what belongs there.
 
     ``all``: the file holds what this recording run recorded into it (the earlier tests of
     the run that share it, then this one). ``new``: the file keeps what it had and gains the
-    new interactions. Raises CassetteError when a secret is found; nothing is written then.
+    new interactions. ``metadata`` is added to the file's (the run id is always set).
+    Raises CassetteError when a secret is found; nothing is written then.
     """
     with FileLock(_lock_path(path)):
         kept: list[Any] = []
+        known: dict[str, Any] = {}
         if path.exists():
             current = read(path)
             same_run = current.get("metadata", {}).get("run") == run_id
             if mode != "all" or same_run:
                 kept = list(current.get("interactions", []))
+                known = dict(current.get("metadata") or {})
         data = {
             "version": FORMAT_VERSION,
-            "metadata": {"run": run_id},
+            "metadata": {**known, **(metadata or {}), "run": run_id},
             "interactions": [*kept, *new],
         }
         scrub.check_before_write(data, secrets, str(path))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -22,6 +22,7 @@ RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _LOOPBACK_NAMES = {"localhost", "::1", "[::1]"}
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 def canonical_body(body: bytes | str | None, ignore: Sequence[str] = ()) -> str:
@@ -50,6 +51,31 @@ def _drop(data: Any, path: list[str]) -> None:
 
 def is_loopback(host: str) -> bool:
     return host in _LOOPBACK_NAMES or host.startswith("127.")
+
+
+def host_filter(hosts: Iterable[str]) -> Callable[[str], bool]:
+    """A test of a URL: is its host one of ``hosts`` (``name`` or ``name:port``)?
+
+    ``localhost``, ``127.0.0.1`` and ``::1`` stand for each other: a service on loopback
+    answers to all three.
+    """
+    names: set[str] = set()
+    for host in hosts:
+        host = host.strip().lower()
+        if host:
+            names.add(host)
+            base, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+            if is_loopback(base or host):
+                names.update(f"{alias}:{port}" if port else alias for alias in _LOOPBACK)
+    if not names:
+        return lambda uri: False
+
+    def passes(uri: str) -> bool:
+        parts = urlsplit(uri)
+        host = (parts.hostname or "").lower()
+        return host in names or f"{host}:{parts.port}" in names
+
+    return passes
 
 
 def request_key(

@@ -1,8 +1,12 @@
-"""One test's cassette: where it lives, opened on the first model call, saved at the end.
+"""One test's cassette: where it lives, opened for the test (or its first model call), saved.
 
-``CassetteSlot`` is the call hook the plugin installs for every test. It imports vcrpy (via
-``cassettes.store``) only when the test actually calls a model, so tests that never do pay
-nothing.
+``CassetteSlot`` is the call hook the plugin installs for every test. A test that uses the
+harness (or every test under ``harness_capture = all``) opens it at set-up, so all of its
+HTTP traffic goes through the cassette; any other test opens it on its first model call
+through the seam, and a test that never makes one does not import vcrpy at all.
+
+Every interaction played or recorded is read by ``traffic.recognise``; the model responses
+it finds go to the slot's ``on_response`` (the test's checks and spend).
 """
 
 from __future__ import annotations
@@ -11,15 +15,37 @@ import contextlib
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_harness import scope
 from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness.errors import CassetteError, CassetteMiss, ConfigError, NetworkBlocked
 
+if TYPE_CHECKING:
+    from pytest_harness.cassettes.traffic import Recognised
+
 SUFFIX = ".yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A model response in the test's traffic.
+
+    Attributes:
+        found: what ``traffic.recognise`` read from it.
+        uri: the request's URL.
+        replayed: played from the cassette (else recorded now).
+        seam: made through the model seam (the seam checks those itself).
+    """
+
+    found: Recognised
+    uri: str
+    replayed: bool
+    seam: bool
 
 
 def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
@@ -73,6 +99,11 @@ class CassetteSlot:
         ignore: body fields left out of matching.
         redaction: what is redacted before anything is saved.
         guard: the network guard to install when the cassette opens (replay only).
+        ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
+        on_response: shown every model response the test's traffic holds.
+        gate: called with the URL of any request about to go to a real server; raises to
+            refuse it.
+        metadata: written into the cassette with what this test records.
     """
 
     path: Path
@@ -82,7 +113,14 @@ class CassetteSlot:
     ignore: tuple[str, ...] = ()
     redaction: Redaction = field(default_factory=Redaction)
     guard: NetworkGuard | None = None
+    ignore_hosts: tuple[str, ...] = ()
+    on_response: Callable[[Seen], None] | None = None
+    gate: Callable[[str], None] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    misses: list[CassetteMiss] = field(default_factory=list)
+    _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
+    _closed: bool = False
     _stack: contextlib.ExitStack | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -105,8 +143,8 @@ class CassetteSlot:
     def open(self) -> None:
         """Load the cassette and route HTTP through it (once; later calls do nothing)."""
         with self._lock:
-            if self._stack is not None:
-                return
+            if self._stack is not None or self._closed:
+                return  # open already, or the test is over (a late call from a thread)
             from pytest_harness.cassettes import store
 
             cassette = store.load(
@@ -115,13 +153,43 @@ class CassetteSlot:
                 ignore=self.ignore,
                 redaction=self.redaction,
                 rerecord_hint=self.hint(),
+                ignore_hosts=self.ignore_hosts,
+                watcher=self._watch,
+                gate=self._gate,
             )
+            cassette.misses = self.misses  # one list: the test's report reads it
+            self._recorded_metadata = cassette.metadata
             stack = contextlib.ExitStack()
             stack.enter_context(store.patched(cassette))
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
             self._cassette, self._stack = cassette, stack
+
+    @property
+    def is_open(self) -> bool:
+        return self._stack is not None
+
+    @property
+    def recorded_metadata(self) -> Mapping[str, Any]:
+        """The metadata of the cassette as loaded (empty before ``open`` or when re-recording)."""
+        return self._recorded_metadata
+
+    def _gate(self, request: Any) -> None:
+        if self.gate is not None:
+            self.gate(request.uri)
+
+    def _watch(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
+        if self.on_response is None:
+            return
+        from pytest_harness.cassettes.traffic import recognise
+
+        status = (response.get("status") or {}).get("code") or 0
+        body = (response.get("body") or {}).get("string")
+        headers = response.get("headers") or {}
+        found = recognise(request.uri, request.body, int(status), headers, body)
+        if found is not None:
+            self.on_response(Seen(found, request.uri, replayed, scope.in_seam_call()))
 
     def hint(self) -> str:
         test = self.nodeid
@@ -135,6 +203,7 @@ class CassetteSlot:
         with self._lock:
             stack, cassette = self._stack, self._cassette
             self._stack = self._cassette = None
+            self._closed = True
         if stack is None:
             return None
         stack.close()
@@ -144,6 +213,6 @@ class CassetteSlot:
 
         secrets = secret_values_from_env(os.environ)
         written = store.save_recordings(
-            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets
+            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets, metadata=self.metadata
         )
         return self.path if written else None

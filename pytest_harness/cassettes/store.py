@@ -3,8 +3,11 @@
 ``HarnessCassette`` is a vcrpy ``Cassette`` whose lookup is a dict keyed by the canonical
 request (``matching.request_key``), not vcrpy's scan of every recording with every matcher:
 replay costs the same at 10 and at 1,000 interactions. Identical requests replay in
-recorded order. A miss in replay raises ``CassetteMiss`` with a body diff. The file itself
-(format, atomic merged writes) is ``files``'s business.
+recorded order. A miss in replay raises ``CassetteMiss`` with a body diff. Requests to an
+ignored host pass through untouched (vcrpy sends a request its filter drops to the real
+server and records nothing). Every interaction played or recorded is shown to the
+cassette's watcher; a live request is first shown to its gate (the cost budget). The file
+itself (format, atomic merged writes) is ``files``'s business.
 
 The only module of the package that imports vcrpy; it is itself imported only when a test
 first calls a model.
@@ -15,7 +18,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,11 @@ _request_key = functools.lru_cache(maxsize=512)(matching.request_key)
 
 _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
 
+# watcher(request, response, replayed): an interaction the code under test received.
+Watcher = Callable[[Any, Mapping[str, Any], bool], None]
+# gate(request): called before a request goes to the real server; raises to refuse it.
+Gate = Callable[[Any], None]
+
 
 class HarnessCassette(Cassette):  # type: ignore[misc]
     """A vcrpy cassette with an index on the canonical request.
@@ -45,6 +54,12 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         ignore: dotted body fields left out of matching.
         redaction: what to redact from requests and responses.
         rerecord_hint: the command that records this test, for miss messages.
+        ignore_hosts: hosts whose requests pass through, neither recorded nor replayed.
+        watcher: shown every interaction played or recorded.
+        gate: shown every request about to be sent to the real server.
+
+    Attributes:
+        misses: every ``CassetteMiss`` raised, in order (an SDK may have wrapped them).
     """
 
     def __init__(
@@ -55,16 +70,25 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         ignore: Sequence[str],
         redaction: scrub.Redaction,
         rerecord_hint: str,
+        ignore_hosts: Sequence[str] = (),
+        watcher: Watcher | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.file = Path(path)
         self._ignore = tuple(ignore)
         self._index: dict[matching.RequestKey, list[int]] = {}
         self._hint = rerecord_hint
+        self._watcher = watcher
+        self._gate = gate
+        self.misses: list[CassetteMiss] = []
+        passes = matching.host_filter(ignore_hosts)
         super().__init__(
             path,
             persister=_Persister,
             record_mode=_RECORD_MODES[mode],
-            before_record_request=lambda request: scrub.redact_request(request, redaction),
+            before_record_request=lambda request: (
+                None if passes(request.uri) else scrub.redact_request(request, redaction)
+            ),
             before_record_response=lambda response: scrub.redact_response(
                 _decoded(response), redaction
             ),
@@ -78,6 +102,15 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         super().append(request, response)
         if len(self.data) > before:
             self._remember(before)
+            if self._watcher is not None:
+                request, response = self.data[before]
+                self._watcher(request, response, False)
+
+    def play_response(self, request: Any) -> Any:
+        response = super().play_response(request)
+        if self._watcher is not None:
+            self._watcher(request, response, True)
+        return response
 
     def _remember(self, index: int) -> None:
         self._index.setdefault(self.key(self.data[index][0]), []).append(index)
@@ -92,8 +125,14 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def can_play_response_for(self, request: Any) -> bool:
         if super().can_play_response_for(request):
             return True
+        if not self._before_record_request(request):
+            return False  # an ignored host: the request passes through
         if self.write_protected:
-            raise CassetteMiss(self.miss_message(request))
+            miss = CassetteMiss(self.miss_message(request))
+            self.misses.append(miss)
+            raise miss
+        if self._gate is not None:
+            self._gate(request)
         return False
 
     def miss_message(self, request: Any) -> str:
@@ -138,6 +177,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         """Saving is explicit (``save_recordings``), once the test's outcome is known."""
 
     @property
+    def metadata(self) -> dict[str, Any]:
+        """The loaded file's metadata (empty when there was none, or when re-recording)."""
+        return dict(getattr(self, "_metadata", None) or {})
+
+    @property
     def recorded_now(self) -> list[tuple[Any, Any]]:
         return list(self.data[self._loaded_count :])
 
@@ -149,10 +193,20 @@ def load(
     ignore: Sequence[str],
     redaction: scrub.Redaction,
     rerecord_hint: str,
+    ignore_hosts: Sequence[str] = (),
+    watcher: Watcher | None = None,
+    gate: Gate | None = None,
 ) -> HarnessCassette:
     """The cassette at ``path``, its recordings loaded (none when re-recording: ``all``)."""
     cassette = HarnessCassette(
-        path, mode=mode, ignore=ignore, redaction=redaction, rerecord_hint=rerecord_hint
+        path,
+        mode=mode,
+        ignore=ignore,
+        redaction=redaction,
+        rerecord_hint=rerecord_hint,
+        ignore_hosts=ignore_hosts,
+        watcher=watcher,
+        gate=gate,
     )
     cassette._load()
     return cassette
@@ -172,15 +226,57 @@ def _indent(text: str) -> str:
 
 @contextlib.contextmanager
 def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
-    """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers)."""
-    with contextlib.ExitStack() as stack:
-        for patcher in CassettePatcherBuilder(cassette).build():
-            stack.enter_context(patcher)
-        yield cassette
+    """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers).
+
+    When the last open cassette closes, every patched attribute gets back what it had
+    before any was opened: cassettes opened in one process and closed out of order would
+    otherwise leave one's stub in place (``mock.patch`` restores what it found), and every
+    later test would run through a closed cassette.
+    """
+    patchers = list(CassettePatcherBuilder(cassette).build())
+    with _open_lock:
+        for patcher in patchers:
+            # mock's patchers: the object is known through ``getter`` until they are entered.
+            getter, name = getattr(patcher, "getter", None), getattr(patcher, "attribute", None)
+            target = getter() if callable(getter) else None
+            if target is not None and isinstance(name, str):
+                _pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
+        _open.append(cassette)
+    try:
+        with contextlib.ExitStack() as stack:
+            for patcher in patchers:
+                stack.enter_context(patcher)
+            yield cassette
+    finally:
+        with _open_lock:
+            _open.remove(cassette)
+            if not _open:
+                _restore_pristine()
+
+
+_ABSENT = object()
+_open_lock = threading.Lock()
+_open: list[HarnessCassette] = []
+_pristine: dict[tuple[Any, str], Any] = {}
+
+
+def _restore_pristine() -> None:
+    for (target, name), value in _pristine.items():
+        if value is _ABSENT:
+            if name in target.__dict__:
+                delattr(target, name)
+        elif target.__dict__.get(name, _ABSENT) is not value:
+            setattr(target, name, value)
+    _pristine.clear()
 
 
 def save_recordings(
-    cassette: HarnessCassette, *, mode: str, run_id: str, secrets: Sequence[str]
+    cassette: HarnessCassette,
+    *,
+    mode: str,
+    run_id: str,
+    secrets: Sequence[str],
+    metadata: Mapping[str, Any] | None = None,
 ) -> bool:
     """Write what ``cassette`` recorded during this test; return whether a file was written.
 
@@ -194,7 +290,9 @@ def save_recordings(
     ]
     if not new:
         return False
-    files.merge_and_write(cassette.file, new, mode=mode, run_id=run_id, secrets=secrets)
+    files.merge_and_write(
+        cassette.file, new, mode=mode, run_id=run_id, secrets=secrets, metadata=metadata
+    )
     return True
 
 

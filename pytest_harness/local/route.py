@@ -120,8 +120,7 @@ class LocalRoute:
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if kwargs.get("model") != LOCAL_MODEL:
             return kwargs
-        base = _local_server().base_url if self.live else REPLAY_BASE
-        return make_route(base)(kwargs)
+        return make_route(endpoint(live=self.live))(kwargs)
 
     def translate(self, error: BaseException) -> BaseException | None:
         return None
@@ -139,6 +138,18 @@ def _local_server() -> LocalServer:
 
             _server = LocalServer().start()
         return _server
+
+
+def endpoint(*, live: bool) -> str:
+    """The embedded model's OpenAI base URL: its server's (started on first use) when
+    ``live``, else ``REPLAY_BASE`` (replay needs no server)."""
+    return _local_server().base_url if live else REPLAY_BASE
+
+
+def environment(*, live: bool) -> dict[str, str]:
+    """The variables that point an OpenAI client (the SDK, litellm) at the embedded model."""
+    base = endpoint(live=live)
+    return {"OPENAI_BASE_URL": base, "OPENAI_API_BASE": base, "OPENAI_API_KEY": _API_KEY}
 
 
 def stop_local_server() -> None:

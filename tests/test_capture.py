@@ -1,0 +1,512 @@
+"""The application's own traffic: whatever client a test's code uses, its cassette holds it.
+
+Real pytest runs (pytester) of small applications that call a loopback model server with
+the OpenAI SDK, litellm, httpx and requests. Each records with ``--harness-live``, then the
+server is stopped and the same tests replay offline.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_harness.testing import LoopbackServer, Reply
+
+KEY = "sk-app-secret-0123456789abcdef"
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """Answer ``echo: <last user text>``; ``empty`` and ``think`` give bad replies."""
+    text = str(body["messages"][-1]["content"])
+    if text == "empty":
+        return Reply(content="")
+    if text == "think":
+        return Reply(content="<think>I should answer.</think>")
+    if text == "cut":
+        return Reply(content="a reply cut off mid way", cut_after=3)
+    if text == "unfinished":
+        return Reply(content="a reply that never finishes", finish_reason=None)
+    if text == "fail":
+        return Reply(status=500, error="the provider is down")
+    return Reply(content=f"echo: {text}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _heavy_imports_first() -> None:
+    # pytester's in-process runs forget the modules they import; litellm cannot be imported
+    # twice in one process, and the others are slow to.
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
+    import requests  # noqa: F401
+
+    from pytest_harness import _litellm, tribunal  # noqa: F401
+    from pytest_harness.cassettes import store, traffic  # noqa: F401
+    from pytest_harness.tribunal import assertions, declare  # noqa: F401
+
+    _litellm.lib()
+    assert store.HarnessCassette
+
+
+@pytest.fixture
+def model_server() -> Iterator[LoopbackServer]:
+    with LoopbackServer(echo) as server:
+        yield server
+
+
+@pytest.fixture
+def app(pytester: pytest.Pytester, model_server: LoopbackServer) -> pytest.Pytester:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(f"URL = {model_server.url!r}\nKEY = {KEY!r}\n")
+    return pytester
+
+
+def run(app: pytest.Pytester, *args: str) -> pytest.RunResult:
+    if "-n" in args:
+        return app.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    return app.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+def cassette_files(app: pytest.Pytester) -> dict[str, dict[str, Any]]:
+    root = app.path / "cassettes"
+    return {
+        str(path.relative_to(root)): json.loads(path.read_text())
+        for path in sorted(root.rglob("*.yaml"))
+    }
+
+
+CLIENTS = """
+import asyncio
+import httpx, litellm, openai, pytest, requests
+from conftest import KEY, URL
+
+def ask(text):
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
+
+@pytest.mark.harness
+def test_openai_sync():
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        reply = client.chat.completions.create(**ask("sync"))
+    assert reply.choices[0].message.content == "echo: sync"
+
+@pytest.mark.harness
+def test_openai_async_concurrent():
+    async def main():
+        async with openai.AsyncOpenAI(base_url=URL, api_key=KEY) as client:
+            calls = [client.chat.completions.create(**ask(f"a{i}")) for i in range(3)]
+            return [r.choices[0].message.content for r in await asyncio.gather(*calls)]
+    assert asyncio.run(main()) == ["echo: a0", "echo: a1", "echo: a2"]
+
+@pytest.mark.harness
+def test_openai_stream():
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        chunks = client.chat.completions.create(**ask("streamed words"), stream=True)
+        deltas = [c.choices[0].delta.content for c in chunks if c.choices]
+    assert len(deltas) > 2
+    assert "".join(filter(None, deltas)) == "echo: streamed words"
+
+@pytest.mark.harness
+def test_litellm_sync():
+    reply = litellm.completion(**ask("lite"), api_base=URL, api_key=KEY,
+                               custom_llm_provider="openai")
+    assert reply.choices[0].message.content == "echo: lite"
+
+@pytest.mark.harness
+def test_litellm_async():
+    reply = asyncio.run(litellm.acompletion(**ask("alite"), api_base=URL, api_key=KEY,
+                                            custom_llm_provider="openai"))
+    assert reply.choices[0].message.content == "echo: alite"
+
+@pytest.mark.harness
+def test_litellm_stream():
+    chunks = litellm.completion(**ask("slite"), api_base=URL, api_key=KEY,
+                                custom_llm_provider="openai", stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == "echo: slite"
+
+@pytest.mark.harness
+def test_httpx_sync_and_async():
+    headers = {"Authorization": f"Bearer {KEY}"}
+    sync = httpx.post(f"{URL}/chat/completions", json=ask("hx"), headers=headers)
+    async def main():
+        async with httpx.AsyncClient() as client:
+            return await client.post(f"{URL}/chat/completions", json=ask("ahx"), headers=headers)
+    later = asyncio.run(main())
+    assert [sync.json()["choices"][0]["message"]["content"],
+            later.json()["choices"][0]["message"]["content"]] == ["echo: hx", "echo: ahx"]
+
+@pytest.mark.harness
+def test_requests():
+    reply = requests.post(f"{URL}/chat/completions", json=ask("rq"),
+                          headers={"Authorization": f"Bearer {KEY}"})
+    assert reply.json()["choices"][0]["message"]["content"] == "echo: rq"
+"""
+
+
+def test_every_client_records_then_replays_offline(
+    pytester: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(f"URL = {model_server.url!r}\nKEY = {KEY!r}\n")
+    pytester.makepyfile(test_clients=CLIENTS)
+    run(pytester, "--harness-live").assert_outcomes(passed=8)
+    recorded = len(model_server.requests)
+    assert recorded == 11
+    model_server.stop()
+
+    run(pytester).assert_outcomes(passed=8)  # the server is gone: all from the cassettes
+    files = cassette_files(pytester)
+    assert len(files) == 8
+    assert sum(len(data["interactions"]) for data in files.values()) == recorded
+    text = "".join(path.read_text() for path in (pytester.path / "cassettes").rglob("*.yaml"))
+    assert KEY not in text
+    assert KEY[-12:] not in text
+
+
+MISS = """
+import time
+import openai, pytest
+from conftest import KEY, URL
+
+def ask(text):
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:  # the SDK's default: 2 retries
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
+    return reply.choices[0].message.content
+
+@pytest.mark.harness
+def test_direct():
+    assert ask("PROMPT").startswith("echo")
+
+@pytest.mark.harness
+def test_wrapped():
+    try:
+        ask("PROMPT")
+    except BaseException as error:
+        raise RuntimeError("the feature failed") from error
+
+@pytest.mark.harness
+def test_swallowed():
+    try:
+        ask("PROMPT")
+    except BaseException:
+        pass
+"""
+
+
+def test_changed_prompt_is_a_cassette_miss_at_once(app: pytest.Pytester) -> None:
+    app.makepyfile(test_miss=MISS.replace("PROMPT", "recorded prompt"))
+    run(app, "--harness-live").assert_outcomes(passed=3)
+    app.makepyfile(test_miss=MISS.replace("PROMPT", "changed prompt"))
+    report = app.path / "junit.xml"
+    result = run(app, f"--junitxml={report}")
+    result.assert_outcomes(failed=3)
+    output = result.stdout.str()
+    assert "APIConnectionError" not in output
+    # Raised as is through the SDK, with the diff against the closest recording.
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteMiss: no recording in *test_direct.yaml matches this request:*",
+            "*closest recorded request:*",
+            '*-      "content": "recorded prompt",*',
+            '*+      "content": "changed prompt",*',
+            "*To record it: pytest 'test_miss.py::test_direct' --harness-record=new*",
+        ]
+    )
+    # Wrapped by the application, or swallowed: the miss still comes first in the report.
+    assert "CassetteMiss: no recording in" in _longrepr(report, "test_wrapped").splitlines()[0]
+    assert "RuntimeError: the feature failed" in _longrepr(report, "test_wrapped")
+    assert _longrepr(report, "test_swallowed").startswith("CassetteMiss: no recording in")
+    for case in ET.parse(report).iter("testcase"):
+        assert float(case.get("time", "9")) < 1.0  # no retries, no backoff
+
+
+def _longrepr(report: Path, test: str) -> str:
+    for case in ET.parse(report).iter("testcase"):
+        if case.get("name") == test:
+            failure = case.find("failure")
+            assert failure is not None, f"{test} did not fail"
+            return failure.text or ""
+    raise AssertionError(f"{test} is not in the report")
+
+
+IGNORED = """
+import httpx, pytest
+from conftest import URL, SERVICE
+
+@pytest.mark.harness
+def test_model_and_service():
+    service = httpx.post(f"{SERVICE}/chat/completions",
+                         json={"model": "db", "messages": [{"role": "user", "content": "row"}]})
+    model = httpx.post(f"{URL}/chat/completions",
+                       json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    assert service.json()["choices"][0]["message"]["content"] == "echo: row"
+    assert model.json()["choices"][0]["message"]["content"] == "echo: hi"
+"""
+
+
+def test_ignored_host_passes_through_and_is_never_recorded(app: pytest.Pytester) -> None:
+    with LoopbackServer(echo) as service:
+        app.makeini(f"[pytest]\nharness_ignore_hosts = 127.0.0.1:{service.port}\n")
+        conftest = (app.path / "conftest.py").read_text()
+        app.makeconftest(f"{conftest}\nSERVICE = {service.url!r}\n")
+        app.makepyfile(test_ignored=IGNORED)
+        run(app, "--harness-live").assert_outcomes(passed=1)
+        run(app).assert_outcomes(passed=1)
+        assert len(service.requests) == 2  # reached both times, live and in replay
+    (data,) = cassette_files(app).values()
+    uris = [i["request"]["uri"] for i in data["interactions"]]
+    assert len(uris) == 1
+    assert f":{service.port}/" not in uris[0]
+
+
+BAD = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.fixture
+def client():
+    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=0) as client:
+        yield client
+
+def ask(client, text, **options):
+    return client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": text}], **options)
+
+@pytest.mark.harness
+def test_empty(client):
+    assert ask(client, "empty").choices[0].message.content == ""
+
+@pytest.mark.harness
+def test_think_only(client):
+    assert ask(client, "think").choices[0].message.content.startswith("<think>")
+
+@pytest.mark.harness
+def test_unfinished_stream(client):
+    chunks = ask(client, "unfinished", stream=True)
+    assert [c.choices[0].delta.content for c in chunks if c.choices][:2] == ["", "a "]
+"""
+
+
+@pytest.mark.parametrize("replay", [False, True], ids=["live", "replay"])
+def test_bad_application_responses_fail_or_warn(
+    app: pytest.Pytester, model_server: LoopbackServer, replay: bool
+) -> None:
+    app.makepyfile(test_bad=BAD)
+    if replay:
+        app.makeini("[pytest]\nharness_record_failed = true\n")
+        run(app, "--harness-live")
+        model_server.stop()
+    result = run(app) if replay else run(app, "--harness-live")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*returned an empty response (no text and no tool calls) to a*request of the "
+            "application (POST http://127.0.0.1:*/v1/chat/completions) in test_bad.py::test_empty*",
+            "*returned a degenerate response*in test_bad.py::test_think_only*",
+            "*returned an interrupted response*in test_bad.py::test_unfinished_stream*",
+        ]
+    )
+    app.makeini("[pytest]\nharness_degenerate = warn\nharness_record_failed = true\n")
+    # (-W default: this suite turns warnings into errors; a user's suite may not)
+    result = run(app, "-W", "default") if replay else run(app, "--harness-live", "-W", "default")
+    result.assert_outcomes(passed=3, warnings=3)
+    result.stdout.fnmatch_lines(["*HarnessWarning: model 'gpt-4o-mini' returned*"])
+
+
+USAGE = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness
+def test_two_calls():
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        for text in ("one two three", "four five"):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
+
+def test_no_harness():
+    pass
+"""
+
+
+def test_tokens_and_cost_per_test_in_junit_and_the_session_table(app: pytest.Pytester) -> None:
+    app.makepyfile(test_usage=USAGE)
+    run(app, "--harness-live").assert_outcomes(passed=2)
+    report = app.path / "junit.xml"
+    result = run(app, f"--junitxml={report}", "--harness-report")
+    result.assert_outcomes(passed=2)
+    props = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in ET.parse(report).iter("testcase")
+    }
+    # Prompts of 3 and 2 words, answers of 4 and 3 ("echo: ..."): the server's count.
+    assert props["test_two_calls"]["harness_tokens"] == "12"
+    assert float(props["test_two_calls"]["harness_cost"]) > 0  # litellm prices gpt-4o-mini
+    assert "harness_tokens" not in props["test_no_harness"]
+    result.stdout.fnmatch_lines(
+        ["*pytest-harness model calls*", "*test_two_calls*2*12*$0.0000*", "total*2*12*$0.0000*"]
+    )
+
+
+TRIBUNAL = """
+import openai, pytest
+from pytest_harness import Agent, Tribunal
+from conftest import KEY, URL
+
+VOTE = {"type": "object", "properties": {"pass": {"type": "boolean"}}, "required": ["pass"]}
+
+class Judge(Agent):
+    model = "openai/judge"
+    instructions = "Is this reply an echo?"
+    output = VOTE
+    params = {"api_base": URL, "api_key": KEY}
+
+class Panel(Tribunal):
+    agents = [Judge, Judge]
+    strategy = "unanimous"
+
+@pytest.mark.harness
+def test_feature_judged(harness):
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "feature"}])
+    harness.assert_verdict(Panel, reply.choices[0].message.content)
+"""
+
+
+def test_a_tribunal_judges_the_application_reply_from_one_cassette(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        if body["model"] == "judge":
+            return Reply(content='{"pass": true}')
+        return echo(body)
+
+    model_server.handler = answer
+    app.makepyfile(test_judged=TRIBUNAL)
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    model_server.stop()
+    run(app).assert_outcomes(passed=1)
+    (data,) = cassette_files(app).values()
+    models = sorted(json.loads(i["request"]["body"])["model"] for i in data["interactions"])
+    assert models == ["gpt-4o-mini", "judge", "judge"]
+
+
+BUDGET = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness
+def test_runaway_loop():
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        for i in range(5):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": f"turn {i}"}])
+"""
+
+
+def test_cost_budget_refuses_further_live_calls(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    app.makeini("[pytest]\nharness_max_cost = 0.0000001\n")
+    app.makepyfile(test_budget=BUDGET)
+    result = run(app, "--harness-live")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*BudgetExceeded: pytest-harness refused a live model call: this test has spent "
+            "0.0000* on model calls so far and harness_max_cost is 1e-07*"
+        ]
+    )
+    assert len(model_server.requests) == 1  # the first call spent it all
+
+
+XDIST = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness(cassette="shared")
+@pytest.mark.parametrize("text", ["one", "two", "three", "four"])
+def test_shared(text):
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
+    assert reply.choices[0].message.content == f"echo: {text}"
+"""
+
+
+def test_xdist_workers_share_one_cassette_of_application_traffic(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    app.makepyfile(test_shared=XDIST)
+    run(app, "--harness-live", "-n", "2").assert_outcomes(passed=4)
+    model_server.stop()
+    run(app, "-n", "2").assert_outcomes(passed=4)
+    assert len(cassette_files(app)["shared.yaml"]["interactions"]) == 4
+
+
+RAW = """
+import httpx, openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness
+def test_not_json():
+    reply = httpx.post(f"{URL}/chat/completions", json={"messages": [{"content": "raw"}]})
+    assert reply.content == b"\\x00 not json \\xff"
+
+@pytest.mark.harness
+def test_provider_error():
+    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=1) as client:
+        with pytest.raises(openai.InternalServerError, match="the provider is down"):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "fail"}])
+"""
+
+
+def test_odd_bodies_and_errors_replay_exactly_as_recorded(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["content"] == "raw":
+            return Reply(raw=b"\x00 not json \xff")
+        return echo(body)
+
+    model_server.handler = answer
+    app.makepyfile(test_raw=RAW)
+    run(app, "--harness-live").assert_outcomes(passed=2)
+    assert len(model_server.requests) == 3  # the error, and the SDK's one retry of it
+    model_server.stop()
+    run(app).assert_outcomes(passed=2)
+    errors = cassette_files(app)["test_raw/test_provider_error.yaml"]["interactions"]
+    assert [i["response"]["status"]["code"] for i in errors] == [500, 500]
+
+
+def test_cassettes_closed_out_of_order_leave_no_stub_behind(tmp_path: Path) -> None:
+    import httpx
+    import requests
+
+    from pytest_harness.cassettes import store
+    from pytest_harness.cassettes.scrub import Redaction
+
+    originals = (httpx.AsyncHTTPTransport.handle_async_request, requests.adapters.HTTPAdapter.send)
+    opened = [
+        store.patched(
+            store.load(
+                tmp_path / name, mode="none", ignore=(), redaction=Redaction(), rerecord_hint=""
+            )
+        )
+        for name in ("a.yaml", "b.yaml")
+    ]
+    for cassette in opened:
+        cassette.__enter__()
+    assert httpx.AsyncHTTPTransport.handle_async_request is not originals[0]
+    for cassette in opened:  # first opened, first closed
+        cassette.__exit__(None, None, None)
+    assert (httpx.AsyncHTTPTransport.handle_async_request, requests.adapters.HTTPAdapter.send) == (
+        originals
+    )

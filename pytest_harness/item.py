@@ -177,6 +177,8 @@ class ItemRun:
         self.slot.open()
         if not local and self.slot.recorded_metadata.get("endpoint") == route.LOCAL_MODEL:
             self._set_environ(route.environment(live=False))
+            local = True
+        self.watch.free = local
 
     def _set_environ(self, values: dict[str, str]) -> None:
         for name, value in values.items():

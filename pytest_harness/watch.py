@@ -45,6 +45,8 @@ class TrafficWatch:
         price: whether to price the calls when the test ends (something shows the cost).
         scope: the test's scope (its degenerate policy), set once built.
         misses: the cassette's misses (the slot's list, shared).
+        free: the application talks to the embedded model: its calls cost nothing, whatever
+            model name it asks for.
         problems: bad responses the application received, under ``fail``.
         warnings: bad responses the application received, under ``warn``, not warned yet.
     """
@@ -55,6 +57,7 @@ class TrafficWatch:
     price: bool = False
     scope: scope.Scope = field(default_factory=scope.Scope)
     misses: list[CassetteMiss] = field(default_factory=list)
+    free: bool = False
     problems: list[InvalidResponse] = field(default_factory=list)
     warnings: list[InvalidResponse] = field(default_factory=list)
     _reported: set[int] = field(default_factory=set)
@@ -79,7 +82,8 @@ class TrafficWatch:
         if seen.seam:
             return  # the seam checks and reports its own (harness_response)
         found = seen.found
-        self.spend.add(found.model, found.response.usage, provider=found.provider)
+        provider = None if self.free else found.provider  # no provider: not priced
+        self.spend.add(found.model, found.response.usage, provider=provider)
         from pytest_harness import model
 
         source = "a replayed" if seen.replayed else "a"

@@ -143,3 +143,64 @@ def test_recorded_tribunal_replays_the_same_votes_offline(
     recorded = json.loads((pytester.path / "recorded.json").read_text())
     assert json.loads((pytester.path / "replayed.json").read_text()) == recorded
     assert all(tokens > 0 for _, _, tokens, _ in recorded[1])
+
+
+APP_SUITE = """
+import json, os, pathlib
+import litellm, openai, pytest
+
+def ask(text, **options):
+    with openai.OpenAI() as client:  # OPENAI_BASE_URL / OPENAI_API_KEY from the environment
+        return client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": text}],
+            max_tokens=16, temperature=0, seed=1, **options)
+
+def dump(name, value):
+    out = pathlib.Path(os.environ["DUMP"])
+    seen = json.loads(out.read_text()) if out.exists() else {}
+    seen[name] = value
+    out.write_text(json.dumps(seen))
+
+@pytest.mark.harness
+def test_sdk_plain_and_streamed():
+    text = ask("Name a fruit.").choices[0].message.content
+    pieces = [c.choices[0].delta.content or "" for c in ask("Name a tree.", stream=True)
+              if c.choices]
+    dump("sdk", [text, "".join(pieces), os.environ["OPENAI_BASE_URL"].startswith("http://127.")])
+
+@pytest.mark.harness
+def test_litellm_direct():
+    reply = litellm.completion(model="openai/gpt-4o-mini", max_tokens=16, temperature=0,
+                               messages=[{"role": "user", "content": "Name a river."}])
+    dump("litellm", reply.choices[0].message.content)
+"""
+
+
+def test_application_traffic_recorded_from_the_embedded_model_replays_with_no_flag(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_app=APP_SUITE)
+    monkeypatch.setenv("DUMP", str(pytester.path / "recorded.json"))
+    recorded = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-live", "--harness-model=local"
+    )
+    recorded.assert_outcomes(passed=2)
+    cassette = json.loads(
+        (pytester.path / "cassettes/test_app/test_sdk_plain_and_streamed.yaml").read_text()
+    )
+    assert cassette["metadata"]["endpoint"] == "local"
+    assert len(cassette["interactions"]) == 2
+
+    monkeypatch.setenv("DUMP", str(pytester.path / "replayed.json"))
+    replayed = pytester.run(
+        *offline_command(), sys.executable, "-m", "pytest", "-p", "no:cacheprovider"
+    )
+    assert replayed.ret == 0, replayed.stdout.str()
+    before = json.loads((pytester.path / "recorded.json").read_text())
+    assert before["sdk"][0]
+    assert before["sdk"][1]
+    assert before["litellm"]
+    assert json.loads((pytester.path / "replayed.json").read_text()) == before

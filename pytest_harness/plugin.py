@@ -207,7 +207,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the embedded model's server and close the sync facade's loops, if they ran."""
+    """Stop the embedded model's server, close the sync facade's loops, drop the ledger."""
     import sys
 
     route = sys.modules.get("pytest_harness.local.route")
@@ -216,6 +216,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     aio = sys.modules.get("pytest_harness._aio")
     if aio is not None:
         aio.close_loops()
+    resolved = config.stash.get(SETTINGS, None)
+    if resolved is not None and resolved.max_session_cost is not None:
+        if getattr(config, "workerinput", None) is None:  # the controller, once all is done
+            from pytest_harness import spend
+
+            spend.forget(config.stash[RUN_ID])  # the session's spend ledger
 
 
 @pytest.fixture

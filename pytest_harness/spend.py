@@ -176,9 +176,8 @@ class Ledger:
 
     def __init__(self, run_id: str, limit: float) -> None:
         self.limit = limit
-        folder = Path(tempfile.gettempdir()) / "pytest-harness-spend"
-        folder.mkdir(exist_ok=True)
-        self.path = folder / f"{run_id}.json"
+        self.path = _ledger_path(run_id)
+        self.path.parent.mkdir(exist_ok=True)
 
     def total(self) -> float:
         try:
@@ -193,3 +192,13 @@ class Ledger:
 
         with FileLock(f"{self.path}.lock"):
             write_atomic(self.path, json.dumps({"spent": self.total() + amount}))
+
+
+def _ledger_path(run_id: str) -> Path:
+    return Path(tempfile.gettempdir()) / "pytest-harness-spend" / f"{run_id}.json"
+
+
+def forget(run_id: str) -> None:
+    """Remove the session's ledger (the session is over)."""
+    for path in (_ledger_path(run_id), Path(f"{_ledger_path(run_id)}.lock")):
+        path.unlink(missing_ok=True)

@@ -510,3 +510,122 @@ def test_cassettes_closed_out_of_order_leave_no_stub_behind(tmp_path: Path) -> N
     assert (httpx.AsyncHTTPTransport.handle_async_request, requests.adapters.HTTPAdapter.send) == (
         originals
     )
+
+
+CAPTURE_ALL = """
+import requests
+from conftest import URL
+
+def test_unmarked():
+    reply = requests.post(f"{URL}/chat/completions",
+                          json={"model": "m", "messages": [{"role": "user", "content": "all"}]})
+    assert reply.json()["choices"][0]["message"]["content"] == "echo: all"
+"""
+
+
+def test_capture_all_records_tests_that_do_not_use_the_harness(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    app.makepyfile(test_all=CAPTURE_ALL)
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    assert cassette_files(app) == {}  # unmarked: its traffic is its own business
+    app.makeini("[pytest]\nharness_capture = all\n")
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    model_server.stop()
+    run(app).assert_outcomes(passed=1)
+    assert list(cassette_files(app)) == ["test_all/test_unmarked.yaml"]
+
+
+SESSION_BUDGET = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness
+@pytest.mark.parametrize("turn", range(6))
+def test_turn(turn):
+    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"turn {turn}"}])
+"""
+
+
+def test_session_budget_counts_every_test_and_worker(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    # One call costs about 2e-6 (gpt-4o-mini prices): two calls reach the limit.
+    app.makeini("[pytest]\nharness_max_session_cost = 0.000003\n")
+    app.makepyfile(test_budget=SESSION_BUDGET)
+    result = run(app, "--harness-live", "-n", "2")
+    # Two calls reach the limit; the other worker may have one call in flight by then.
+    made = len(model_server.requests)
+    assert made in (2, 3)
+    result.assert_outcomes(passed=made, failed=6 - made)
+    result.stdout.fnmatch_lines(["*this session has spent 0.00000* and harness_max_session_cost*"])
+
+
+CUT = """
+import openai, pytest
+from conftest import KEY, URL
+
+@pytest.mark.harness
+def test_cut():
+    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=0) as client:
+        with pytest.raises(openai.APIConnectionError):
+            list(client.chat.completions.create(
+                model="gpt-4o-mini", stream=True,
+                messages=[{"role": "user", "content": "cut"}]))
+"""
+
+
+def test_a_stream_cut_while_recording_is_not_recorded_and_misses_in_replay(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    app.makeini("[pytest]\nharness_record_failed = true\n")
+    app.makepyfile(test_cut=CUT)
+    run(app, "--harness-live").assert_outcomes(passed=1)  # the provider's error, as live
+    model_server.stop()
+    result = run(app)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*CassetteMiss: no recording in *test_cut.yaml*"])
+
+
+ANTHROPIC_EMPTY = {
+    "id": "msg_01",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": [{"type": "thinking", "thinking": "Let me think.", "signature": "x"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 12, "output_tokens": 6},
+}
+
+ANTHROPIC = """
+import httpx, pytest
+from conftest import URL
+
+@pytest.mark.harness
+def test_messages():
+    reply = httpx.post(URL + "/messages?key=AIzaSyA-secret-in-the-query-0123456789",
+                       json={"model": "claude-sonnet-4-5", "max_tokens": 20,
+                             "messages": [{"role": "user", "content": "think"}]})
+    assert reply.json()["content"][0]["type"] == "thinking"
+"""
+
+
+def test_any_recognised_api_is_checked_and_counted(
+    app: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    model_server.handler = lambda body: Reply(raw=json.dumps(ANTHROPIC_EMPTY))
+    app.makepyfile(test_anthropic=ANTHROPIC)
+    report = app.path / "junit.xml"
+    result = run(app, "--harness-live", f"--junitxml={report}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*DegenerateResponse: model 'claude-sonnet-4-5' returned a degenerate response*"]
+    )
+    (case,) = ET.parse(report).iter("testcase")
+    assert {p.get("name"): p.get("value") for p in case.iter("property")}["harness_tokens"] == "18"
+    app.makeini("[pytest]\nharness_degenerate = off\n")
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    text = (app.path / "cassettes/test_anthropic/test_messages.yaml").read_text()
+    assert "AIzaSyA-secret" not in text

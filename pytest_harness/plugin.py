@@ -217,11 +217,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if aio is not None:
         aio.close_loops()
     resolved = config.stash.get(SETTINGS, None)
-    if resolved is not None and resolved.max_session_cost is not None:
-        if getattr(config, "workerinput", None) is None:  # the controller, once all is done
-            from pytest_harness import spend
+    controller = getattr(config, "workerinput", None) is None  # the last one out
+    if controller and resolved is not None and resolved.max_session_cost is not None:
+        from pytest_harness import spend
 
-            spend.forget(config.stash[RUN_ID])  # the session's spend ledger
+        spend.forget(config.stash[RUN_ID])  # the session's spend ledger
 
 
 @pytest.fixture

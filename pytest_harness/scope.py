@@ -11,6 +11,10 @@ payload)`` calls each listener with both. Topics:
 - ``"response"``: a ``ModelResponse`` that passed the degenerate-output check;
 - ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None).
 
+``seam_call()`` marks the HTTP traffic of a model seam call (a ContextVar: it belongs to
+the call, in whatever thread or task makes it), so the test's traffic watch leaves to the
+seam the responses the seam checks itself.
+
 Nothing is imported here beyond the standard library: the plugin uses it in every test.
 """
 

@@ -40,6 +40,7 @@ def echo(body: dict[str, Any]) -> Reply:
 def _heavy_imports_first() -> None:
     # pytester's in-process runs forget the modules they import; litellm cannot be imported
     # twice in one process, and the others are slow to.
+    import aiohttp  # noqa: F401
     import httpx  # noqa: F401
     import openai  # noqa: F401
     import requests  # noqa: F401
@@ -140,6 +141,15 @@ def test_httpx_sync_and_async():
             later.json()["choices"][0]["message"]["content"]] == ["echo: hx", "echo: ahx"]
 
 @pytest.mark.harness
+def test_aiohttp():
+    import aiohttp
+    async def main():
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{URL}/chat/completions", json=ask("aio")) as reply:
+                return (await reply.json())["choices"][0]["message"]["content"]
+    assert asyncio.run(main()) == "echo: aio"
+
+@pytest.mark.harness
 def test_requests():
     reply = requests.post(f"{URL}/chat/completions", json=ask("rq"),
                           headers={"Authorization": f"Bearer {KEY}"})
@@ -153,14 +163,14 @@ def test_every_client_records_then_replays_offline(
     pytester.makeini("[pytest]\n")
     pytester.makeconftest(f"URL = {model_server.url!r}\nKEY = {KEY!r}\n")
     pytester.makepyfile(test_clients=CLIENTS)
-    run(pytester, "--harness-live").assert_outcomes(passed=8)
+    run(pytester, "--harness-live").assert_outcomes(passed=9)
     recorded = len(model_server.requests)
-    assert recorded == 11
+    assert recorded == 12
     model_server.stop()
 
-    run(pytester).assert_outcomes(passed=8)  # the server is gone: all from the cassettes
+    run(pytester).assert_outcomes(passed=9)  # the server is gone: all from the cassettes
     files = cassette_files(pytester)
-    assert len(files) == 8
+    assert len(files) == 9
     assert sum(len(data["interactions"]) for data in files.values()) == recorded
     text = "".join(path.read_text() for path in (pytester.path / "cassettes").rglob("*.yaml"))
     assert KEY not in text

@@ -10,7 +10,7 @@ cassette's watcher; a live request is first shown to its gate (the cost budget).
 itself (format, atomic merged writes) is ``files``'s business.
 
 The only module of the package that imports vcrpy; it is itself imported only when a test
-first calls a model.
+that uses the harness starts, or another test first calls a model.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import threading
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness.cassettes import files, matching, scrub
+from pytest_harness.cassettes import files, matching, patching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss, describe
 
 # A replayed call asks for the key of the same request several times (vcrpy's
@@ -87,7 +87,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             persister=_Persister,
             record_mode=_RECORD_MODES[mode],
             before_record_request=lambda request: (
-                None if passes(request.uri) else scrub.redact_request(request, redaction)
+                None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
             ),
             before_record_response=lambda response: scrub.redact_response(
                 _decoded(response), redaction
@@ -212,6 +212,13 @@ def load(
     return cassette
 
 
+def _bytes(request: Any) -> Any:
+    """``request`` with a bytes body: vcrpy's aiohttp stub passes a ``json=`` argument as is."""
+    if isinstance(request.body, (dict, list)):
+        request.body = json.dumps(request.body).encode("utf-8")
+    return request
+
+
 def _decoded(response: dict[str, Any]) -> dict[str, Any]:
     """Decompress a gzip/deflate body (vcrpy's filter deep-copies: only call it when needed)."""
     headers = response.get("headers") or {}
@@ -228,46 +235,21 @@ def _indent(text: str) -> str:
 def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
     """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers).
 
-    When the last open cassette closes, every patched attribute gets back what it had
-    before any was opened: cassettes opened in one process and closed out of order would
-    otherwise leave one's stub in place (``mock.patch`` restores what it found), and every
-    later test would run through a closed cassette.
+    ``patching.Registry`` puts every patched attribute back when the last open cassette
+    closes, also when cassettes were closed out of order.
     """
     patchers = list(CassettePatcherBuilder(cassette).build())
-    with _open_lock:
-        for patcher in patchers:
-            # mock's patchers: the object is known through ``getter`` until they are entered.
-            getter, name = getattr(patcher, "getter", None), getattr(patcher, "attribute", None)
-            target = getter() if callable(getter) else None
-            if target is not None and isinstance(name, str):
-                _pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
-        _open.append(cassette)
+    _REGISTRY.opened(cassette, patchers)
     try:
         with contextlib.ExitStack() as stack:
             for patcher in patchers:
                 stack.enter_context(patcher)
             yield cassette
     finally:
-        with _open_lock:
-            _open.remove(cassette)
-            if not _open:
-                _restore_pristine()
+        _REGISTRY.closed(cassette)
 
 
-_ABSENT = object()
-_open_lock = threading.Lock()
-_open: list[HarnessCassette] = []
-_pristine: dict[tuple[Any, str], Any] = {}
-
-
-def _restore_pristine() -> None:
-    for (target, name), value in _pristine.items():
-        if value is _ABSENT:
-            if name in target.__dict__:
-                delattr(target, name)
-        elif target.__dict__.get(name, _ABSENT) is not value:
-            setattr(target, name, value)
-    _pristine.clear()
+_REGISTRY = patching.Registry()
 
 
 def save_recordings(

@@ -9,7 +9,8 @@ message and a user message holding the index, about 1 KB of request body), each 
 ``answer <i>``. The server is then stopped: nothing listens at its URL.
 
 1. Per call, side by side. Replay: a ``CassetteSlot`` in mode ``none`` is opened (not
-   timed), then one reused ``openai.OpenAI(base_url=<server url>, max_retries=0)`` client
+   timed) with a test's ``TrafficWatch`` (every reply recognised, checked, counted), then
+   one reused ``openai.OpenAI(base_url=<server url>, max_retries=0)`` client
    makes K = 10 distinct recorded calls (a replay is consumed once played), each timed; the
    slot is then closed. Floor: the same SDK call, with the same request, through a client
    whose ``httpx.MockTransport`` hands back the recorded response from memory. vcrpy patches
@@ -57,6 +58,7 @@ from replay import answer, load_cassette, make_slot, messages
 from tabulate import tabulate
 
 from pytest_harness.testing import LoopbackServer
+from pytest_harness.watch import TrafficWatch
 
 SIZES = (10, 200, 1000)
 BATCH = 10  # calls per opened cassette: K, the same for every N (the smallest is 10)
@@ -131,8 +133,13 @@ def timed_batch(client: openai.OpenAI, indices: list[int]) -> list[Timing]:
 
 
 def replay_batch(path: Path, client: openai.OpenAI, indices: list[int]) -> list[Timing]:
-    """Open a fresh replay slot (not timed), time the calls, close it."""
+    """Open a fresh replay slot (not timed), time the calls, close it.
+
+    The slot shows every reply to a test's traffic watch, as in a test: each replayed
+    response is recognised, checked and counted inside the timed call.
+    """
     slot = make_slot(path, "none")
+    slot.on_response = TrafficWatch("bench").seen
     slot.open()
     try:
         return timed_batch(client, indices)

@@ -79,8 +79,6 @@ class TrafficWatch:
 
     def seen(self, seen: Seen) -> None:
         """Count and check a model response the application received."""
-        if seen.seam:
-            return  # the seam checks and reports its own (harness_response)
         found = seen.found
         provider = None if self.free else found.provider  # no provider: not priced
         self.spend.add(found.model, found.response.usage, provider=provider)

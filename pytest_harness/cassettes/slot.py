@@ -5,8 +5,9 @@ harness (or every test under ``harness_capture = all``) opens it at set-up, so a
 HTTP traffic goes through the cassette; any other test opens it on its first model call
 through the seam, and a test that never makes one does not import vcrpy at all.
 
-Every interaction played or recorded is read by ``traffic.recognise``; the model responses
-it finds go to the slot's ``on_response`` (the test's checks and spend).
+Every interaction the code under test plays or records is read by ``traffic.recognise``;
+the model responses it finds go to the slot's ``on_response`` (the test's checks and
+spend). The model seam's own calls are skipped: the seam checks and reports its responses.
 """
 
 from __future__ import annotations
@@ -33,19 +34,17 @@ SUFFIX = ".yaml"
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """A model response in the test's traffic.
+    """A model response the code under test received.
 
     Attributes:
         found: what ``traffic.recognise`` read from it.
         uri: the request's URL.
         replayed: played from the cassette (else recorded now).
-        seam: made through the model seam (the seam checks those itself).
     """
 
     found: Recognised
     uri: str
     replayed: bool
-    seam: bool
 
 
 def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
@@ -180,7 +179,7 @@ class CassetteSlot:
             self.gate(request.uri)
 
     def _watch(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
-        if self.on_response is None:
+        if self.on_response is None or scope.in_seam_call():
             return
         from pytest_harness.cassettes.traffic import recognise
 
@@ -189,7 +188,7 @@ class CassetteSlot:
         headers = response.get("headers") or {}
         found = recognise(request.uri, request.body, int(status), headers, body)
         if found is not None:
-            self.on_response(Seen(found, request.uri, replayed, scope.in_seam_call()))
+            self.on_response(Seen(found, request.uri, replayed))
 
     def hint(self) -> str:
         test = self.nodeid

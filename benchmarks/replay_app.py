@@ -13,8 +13,9 @@ message and a user message holding the index, about 1 KB of request body), each 
    one reused ``openai.OpenAI(base_url=<server url>, max_retries=0)`` client
    makes K = 10 distinct recorded calls (a replay is consumed once played), each timed; the
    slot is then closed. Floor: the same SDK call, with the same request, through a client
-   whose ``httpx.MockTransport`` hands back the recorded response from memory. vcrpy patches
-   ``MockTransport`` too, so floor batches run with no cassette open. Each round runs one
+   whose ``httpx.MockTransport`` hands back the recorded response from memory (cassettes
+   leave in-process transports alone; floor batches also run with no cassette open, and
+   the script checks the transport is the original). Each round runs one
    batch of every kind for every N (in alternating order), so machine noise hits all alike;
    a warm-up batch of each comes first and is not counted. The collector is off during a
    batch; the heap built before the rounds is frozen so that the collection before each
@@ -74,7 +75,7 @@ MODEL = "loopback"
 API_KEY = "sk-bench"
 
 Timing: TypeAlias = tuple[float, float]  # (wall ms, process CPU ms) of one call
-PRISTINE_MOCK = httpx.MockTransport.handle_request  # before any cassette patches it
+PRISTINE_MOCK = httpx.MockTransport.handle_request  # a cassette must never patch it
 
 
 def call(client: openai.OpenAI, index: int) -> Timing:

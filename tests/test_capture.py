@@ -639,3 +639,23 @@ def test_any_recognised_api_is_checked_and_counted(
     run(app, "--harness-live").assert_outcomes(passed=1)
     text = (app.path / "cassettes/test_anthropic/test_messages.yaml").read_text()
     assert "AIzaSyA-secret" not in text
+
+
+IN_PROCESS = """
+import httpx, pytest
+
+def app(request):
+    return httpx.Response(200, json={"served": request.url.path})
+
+@pytest.mark.harness
+def test_own_app_runs():
+    with httpx.Client(transport=httpx.MockTransport(app), base_url="http://testserver") as c:
+        assert c.get("/health").json() == {"served": "/health"}
+"""
+
+
+def test_in_process_transports_run_the_app_instead_of_replaying_it(app: pytest.Pytester) -> None:
+    app.makepyfile(test_own=IN_PROCESS)
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    run(app).assert_outcomes(passed=1)  # replay: no recording needed, the app answered
+    assert cassette_files(app) == {}

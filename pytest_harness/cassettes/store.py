@@ -238,7 +238,7 @@ def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
     ``patching.Registry`` puts every patched attribute back when the last open cassette
     closes, also when cassettes were closed out of order.
     """
-    patchers = list(CassettePatcherBuilder(cassette).build())
+    patchers = [p for p in CassettePatcherBuilder(cassette).build() if not _in_process(p)]
     _REGISTRY.opened(cassette, patchers)
     try:
         with contextlib.ExitStack() as stack:
@@ -250,6 +250,15 @@ def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
 
 
 _REGISTRY = patching.Registry()
+# httpx transports that never leave the process (a test's own ASGI or WSGI app, a mock):
+# recording them would replay the app under test instead of running it.
+_IN_PROCESS = frozenset({"ASGITransport", "WSGITransport", "MockTransport"})
+
+
+def _in_process(patcher: Any) -> bool:
+    getter = getattr(patcher, "getter", None)
+    target = getter() if callable(getter) else None
+    return getattr(target, "__name__", "") in _IN_PROCESS
 
 
 def save_recordings(

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     )
     from pytest_harness.fixture import Harness
     from pytest_harness.model import acomplete, complete
+    from pytest_harness.orchestrator.loop import Orchestrator
+    from pytest_harness.orchestrator.run import Run, RunFailed
+    from pytest_harness.orchestrator.tools import tool
     from pytest_harness.response import ModelResponse, ToolCall, Usage
     from pytest_harness.tribunal.assertions import assert_verdict
     from pytest_harness.tribunal.declare import Tribunal
@@ -59,9 +62,12 @@ __all__ = [
     "LocalModelError",
     "ModelResponse",
     "NetworkBlocked",
+    "Orchestrator",
     "ProviderResponseError",
     "ResponseValidator",
     "Result",
+    "Run",
+    "RunFailed",
     "ToolCall",
     "Tribunal",
     "Usage",
@@ -69,6 +75,7 @@ __all__ = [
     "acomplete",
     "assert_verdict",
     "complete",
+    "tool",
 ]
 
 # Where each public name lives; every other name of __all__ is in the errors module.
@@ -78,6 +85,10 @@ _HOME = {
     "Harness": "fixture",
     "acomplete": "model",
     "complete": "model",
+    "Orchestrator": "orchestrator.loop",
+    "Run": "orchestrator.run",
+    "RunFailed": "orchestrator.run",
+    "tool": "orchestrator.tools",
     "ModelResponse": "response",
     "ToolCall": "response",
     "Usage": "response",

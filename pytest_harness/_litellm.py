@@ -117,7 +117,11 @@ def quiet_warnings() -> None:
 
 
 def completion(
-    kwargs: dict[str, Any], *, model: str, on_token: TokenCallback | None
+    kwargs: dict[str, Any],
+    *,
+    model: str,
+    on_token: TokenCallback | None,
+    on_reasoning: TokenCallback | None = None,
 ) -> ModelResponse:
     """Make one litellm call and read its answer.
 
@@ -126,18 +130,23 @@ def completion(
         model: the model the caller asked for (after ``--harness-model``): what the
             response reports and what its cost is looked up for.
         on_token: called with each text delta of a streamed answer.
+        on_reasoning: called with each reasoning delta of a streamed answer.
     """
     litellm, started = lib(), time.perf_counter()
     stream = bool(kwargs.get("stream"))
     with _internal_call():
         raw = litellm.completion(**_for_litellm(kwargs))
         if stream:
-            return _from_stream(model, _drain(raw, on_token), raw, started)
+            return _from_stream(model, _drain(raw, on_token, on_reasoning), raw, started)
         return _from_completion(model, raw, started)
 
 
 async def acompletion(
-    kwargs: dict[str, Any], *, model: str, on_token: TokenCallback | None
+    kwargs: dict[str, Any],
+    *,
+    model: str,
+    on_token: TokenCallback | None,
+    on_reasoning: TokenCallback | None = None,
 ) -> ModelResponse:
     """Async twin of ``completion``."""
     litellm, started = lib(), time.perf_counter()
@@ -145,7 +154,7 @@ async def acompletion(
     with _internal_call():
         raw = await litellm.acompletion(**_for_litellm(kwargs))
         if stream:
-            chunks = [chunk async for chunk in _adrain(raw, on_token)]
+            chunks = [chunk async for chunk in _adrain(raw, on_token, on_reasoning)]
             return _from_stream(model, chunks, raw, started)
         return _from_completion(model, raw, started)
 
@@ -173,7 +182,9 @@ def _for_litellm(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _drain(stream: Iterable[Any], on_token: TokenCallback | None) -> list[Any]:
+def _drain(
+    stream: Iterable[Any], on_token: TokenCallback | None, on_reasoning: TokenCallback | None
+) -> list[Any]:
     """Collect a sync stream's chunks; a stream cut off mid-way keeps what arrived."""
     chunks: list[Any] = []
     iterator: Iterator[Any] = iter(stream)
@@ -187,10 +198,12 @@ def _drain(stream: Iterable[Any], on_token: TokenCallback | None) -> list[Any]:
                 raise
             return chunks  # interrupted: no finish reason will be recorded
         chunks.append(chunk)
-        _emit(chunk, on_token)
+        _emit(chunk, on_token, on_reasoning)
 
 
-async def _adrain(stream: Any, on_token: TokenCallback | None) -> AsyncIterator[Any]:
+async def _adrain(
+    stream: Any, on_token: TokenCallback | None, on_reasoning: TokenCallback | None
+) -> AsyncIterator[Any]:
     iterator = stream.__aiter__()
     first = True
     while True:
@@ -203,18 +216,23 @@ async def _adrain(stream: Any, on_token: TokenCallback | None) -> AsyncIterator[
                 raise
             return
         first = False
-        _emit(chunk, on_token)
+        _emit(chunk, on_token, on_reasoning)
         yield chunk
 
 
-def _emit(chunk: Any, on_token: TokenCallback | None) -> None:
-    if on_token is None:
+def _emit(chunk: Any, on_token: TokenCallback | None, on_reasoning: TokenCallback | None) -> None:
+    if on_token is None and on_reasoning is None:
         return
     choices = getattr(chunk, "choices", None) or []
     delta = getattr(choices[0], "delta", None) if choices else None
-    text = getattr(delta, "content", None) if delta is not None else None
-    if text:
+    if delta is None:
+        return
+    text = getattr(delta, "content", None)
+    if text and on_token is not None:
         on_token(text)
+    thought = getattr(delta, "reasoning_content", None)
+    if thought and on_reasoning is not None:
+        on_reasoning(thought)
 
 
 def _from_completion(model: str, raw: Any, started: float) -> ModelResponse:

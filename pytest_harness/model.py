@@ -146,18 +146,35 @@ async def acomplete(
     return await asend(built, on_token=on_token)
 
 
-def send(call: Request, *, on_token: TokenCallback | None = None) -> ModelResponse:
-    """Make a built call, then check its response (``complete`` is request + send)."""
+def send(
+    call: Request,
+    *,
+    on_token: TokenCallback | None = None,
+    on_reasoning: TokenCallback | None = None,
+) -> ModelResponse:
+    """Make a built call, then check its response (``complete`` is request + send).
+
+    ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
+    """
     with _clearer_errors(), scope.seam_call():
-        response = _litellm.completion(call.kwargs, model=call.model, on_token=on_token)
+        response = _litellm.completion(
+            call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
+        )
     check(response)
     return response
 
 
-async def asend(call: Request, *, on_token: TokenCallback | None = None) -> ModelResponse:
+async def asend(
+    call: Request,
+    *,
+    on_token: TokenCallback | None = None,
+    on_reasoning: TokenCallback | None = None,
+) -> ModelResponse:
     """Async twin of ``send``."""
     with _clearer_errors(), scope.seam_call():
-        response = await _litellm.acompletion(call.kwargs, model=call.model, on_token=on_token)
+        response = await _litellm.acompletion(
+            call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
+        )
     check(response)
     return response
 

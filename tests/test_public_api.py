@@ -30,9 +30,12 @@ PUBLIC = [
     "LocalModelError",
     "ModelResponse",
     "NetworkBlocked",
+    "Orchestrator",
     "ProviderResponseError",
     "ResponseValidator",
     "Result",
+    "Run",
+    "RunFailed",
     "ToolCall",
     "Tribunal",
     "Usage",
@@ -40,6 +43,7 @@ PUBLIC = [
     "acomplete",
     "assert_verdict",
     "complete",
+    "tool",
 ]
 
 

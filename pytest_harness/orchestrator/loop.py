@@ -1,0 +1,293 @@
+"""The agent loop: prompt, model, tool calls, execute, send the results, repeat.
+
+Faithful to the seed's ``Orchestrator``: the system prompt goes on the first turn; every
+request goes through the middleware pipeline (whose innermost step is the model seam); once
+a response is complete (streamed or not) all of its tool calls run concurrently (asyncio
+tasks; sync tools in worker threads), ``on_tool_call_start`` first hearing of the whole
+batch, ``on_tool_result`` of each call as it finishes; the results go back in the order the
+model asked for them; and the loop repeats until the model stops calling tools,
+``MAX_REQUESTS_PER_TURN`` requests were made, the tool-error limit tripped, or ``abort()``
+was called. Unknown tools, arguments that do not parse or fit, tools that raise and tools
+that outlive their timeout become error results for the model, never exceptions in the loop.
+
+``run`` is the sync facade of ``arun``; calling either again continues the conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_harness._aio import maybe_await, run_sync
+from pytest_harness.errors import HarnessStop, describe
+from pytest_harness.orchestrator import pipeline
+from pytest_harness.orchestrator.run import Run, RunFailed, StopReason, ToolCallRecord
+from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render, tool
+from pytest_harness.response import ModelResponse, ToolCall
+
+MAX_REQUESTS_PER_TURN = 100
+TOOL_TIMEOUT = 60.0  # seconds, per tool call, unless the tool sets its own
+MAX_TOOL_ERRORS = 10  # error results in one run before it stops
+
+Callback = Callable[..., Any]
+
+
+class Orchestrator:
+    """A tool-using agent: one conversation with a model and its tools.
+
+    Args:
+        model: a litellm model name (``--harness-model`` replaces it, as for every call).
+        tools: ``@tool`` functions, or plain typed functions (wrapped with ``tool``).
+        system_prompt: sent first, on the first turn only.
+        params: further litellm arguments for every request (``temperature``, ``api_base``).
+        middleware: the pipeline (default ``pipeline.DEFAULT``); the first is the outermost.
+        on_content: called with each streamed text delta (turns streaming on).
+        on_reasoning: called with each streamed reasoning delta (turns streaming on).
+        on_tool_call_start: called once per batch, with ``[{"name", "arguments"}, ...]``,
+            before any of its tools runs.
+        on_tool_result: called as ``(name, result)`` as each tool call finishes (an error
+            result is the text the model receives, starting ``Error:``).
+        on_question: answers the built-in ``question`` tool (offered only with it): called
+            with the model's question, returns the answer (may be async).
+        tool_timeout: seconds a tool call may take unless the tool sets its own.
+        max_tool_errors: error results in one run after which it stops (``tool_error_limit``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        system_prompt: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        middleware: Sequence[pipeline.Middleware] | None = None,
+        on_content: Callback | None = None,
+        on_reasoning: Callback | None = None,
+        on_tool_call_start: Callback | None = None,
+        on_tool_result: Callback | None = None,
+        on_question: Callback | None = None,
+        tool_timeout: float = TOOL_TIMEOUT,
+        max_tool_errors: int = MAX_TOOL_ERRORS,
+    ) -> None:
+        self.model = model
+        self.tools = {t.name: t for t in map(as_tool, tools)}
+        if on_question is not None:
+            self.tools["question"] = _question_tool(on_question)
+        self.system_prompt = system_prompt
+        self.params = dict(params or {})
+        self.middleware = tuple(pipeline.DEFAULT if middleware is None else middleware)
+        self.messages: list[dict[str, Any]] = []
+        self.on_content, self.on_reasoning = on_content, on_reasoning
+        self.on_tool_call_start, self.on_tool_result = on_tool_call_start, on_tool_result
+        self.tool_timeout = tool_timeout
+        self.max_tool_errors = max_tool_errors
+        self._aborted = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: list[asyncio.Task[Any]] = []
+
+    def run(self, message: str) -> Run:
+        """Run one user turn to its end and return its trajectory (sync facade of ``arun``)."""
+        return run_sync(self.arun(message))
+
+    async def arun(self, message: str) -> Run:
+        """Run one user turn: request, tools, request... until done or a limit is hit.
+
+        Raises:
+            RunFailed: a model request failed (its ``run`` keeps the messages so far).
+        """
+        self._aborted.clear()
+        self._loop = asyncio.get_running_loop()
+        turn = _Turn(self, time.perf_counter())
+        if not self.messages and self.system_prompt:
+            self.messages.append({"role": "system", "content": self.system_prompt})
+        self.messages.append({"role": "user", "content": message})
+        try:
+            return await turn.loop()
+        finally:
+            self._loop = None
+
+    def abort(self) -> None:
+        """Stop the run: cancel in-flight tools, make no further request.
+
+        Safe from another thread, a signal handler or a callback. The run ends with stop
+        reason ``aborted``. A sync tool already running in its thread finishes there (a
+        thread cannot be interrupted); its result is dropped.
+        """
+        self._aborted.set()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        for task in list(self._running):
+            loop.call_soon_threadsafe(task.cancel)
+
+    @property
+    def specs(self) -> list[dict[str, Any]]:
+        """The OpenAI tool definitions offered to the model."""
+        return [t.spec() for t in self.tools.values()]
+
+
+class _Turn:
+    """The state of one ``arun``: what it asked, what came back, why it stops."""
+
+    def __init__(self, agent: Orchestrator, started: float) -> None:
+        self.agent = agent
+        self.started = started
+        self.tally = pipeline.Tally()
+        self.calls: list[ToolCallRecord] = []
+        self.response: ModelResponse | None = None
+        self.send = pipeline.compose(agent.middleware)
+
+    async def loop(self) -> Run:
+        agent = self.agent
+        while True:
+            if agent._aborted.is_set():
+                return self.stop("aborted")
+            if self.tally.requests >= MAX_REQUESTS_PER_TURN:
+                return self.stop("max_requests")
+            response = await self.request()
+            if not response.tool_calls:
+                return self.stop("done")
+            records = await self.execute(response.tool_calls, self.tally.requests)
+            agent.messages += [_tool_message(record) for record in records]
+            if agent._aborted.is_set():
+                return self.stop("aborted")
+            if sum(not call.ok for call in self.calls) >= agent.max_tool_errors:
+                return self.stop("tool_error_limit")
+
+    async def request(self) -> ModelResponse:
+        agent = self.agent
+        call = pipeline.ModelCall(
+            model=agent.model,
+            messages=agent.messages,
+            tools=agent.specs,
+            params=dict(agent.params),
+            stream=agent.on_content is not None or agent.on_reasoning is not None,
+            number=self.tally.requests + 1,
+            tally=self.tally,
+            on_content=agent.on_content,
+            on_reasoning=agent.on_reasoning,
+        )
+        try:
+            response = await self.send(call)
+        except HarnessStop:
+            raise  # a cassette miss, a spent budget: the test stops as it is
+        except Exception as error:
+            run = self.stop("error")
+            raise RunFailed(
+                f"request {call.number} of the run failed: {describe(error)}", run=run
+            ) from error
+        self.response = response
+        agent.messages.append(_assistant_message(response))
+        return response
+
+    async def execute(self, calls: Sequence[ToolCall], request: int) -> list[ToolCallRecord]:
+        """Run a batch concurrently; the records come back in the model's order."""
+        agent = self.agent
+        if agent.on_tool_call_start is not None:
+            batch = [{"name": c.name, "arguments": c.arguments} for c in calls]
+            await maybe_await(agent.on_tool_call_start(batch))
+        tasks = [asyncio.ensure_future(self.one(call, request)) for call in calls]
+        agent._running = tasks
+        if agent._aborted.is_set():  # aborted while the batch was announced
+            for task in tasks:
+                task.cancel()
+        try:
+            records = list(await asyncio.gather(*tasks))
+        finally:
+            agent._running = []
+        self.calls += records
+        return records
+
+    async def one(self, call: ToolCall, request: int) -> ToolCallRecord:
+        started = time.time()
+        result: str | None = None
+        try:
+            result = await self.invoke(call)
+            error = None
+        except asyncio.CancelledError:
+            error = "aborted before the tool finished"
+        except _ToolFailed as failure:
+            error = str(failure)
+        record = ToolCallRecord(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            raw_arguments=call.raw_arguments,
+            result=result,
+            error=error,
+            started=started,
+            ended=time.time(),
+            request=request,
+        )
+        if self.agent.on_tool_result is not None and not self.agent._aborted.is_set():
+            await maybe_await(self.agent.on_tool_result(call.name, record.sent))
+        return record
+
+    async def invoke(self, call: ToolCall) -> str:
+        found = self.agent.tools.get(call.name)
+        if found is None:
+            known = ", ".join(sorted(self.agent.tools)) or "none"
+            raise _ToolFailed(f"there is no tool named {call.name!r}; the tools are: {known}")
+        try:
+            arguments = found.arguments(call.raw_arguments)
+        except ToolArgumentError as error:
+            raise _ToolFailed(str(error)) from None
+        timeout = found.timeout if found.timeout is not None else self.agent.tool_timeout
+        try:
+            value = await asyncio.wait_for(found(**arguments), timeout)
+        except asyncio.TimeoutError:
+            raise _ToolFailed(f"tool {call.name!r} did not finish within {timeout:g} s") from None
+        except Exception as error:
+            raise _ToolFailed(f"tool {call.name!r} raised {describe(error)}") from None
+        return render(value)
+
+    def stop(self, reason: StopReason) -> Run:
+        response = self.response
+        return Run(
+            output=response.text if response is not None else "",
+            response=response,
+            messages=tuple(dict(m) for m in self.agent.messages),
+            tool_calls=tuple(self.calls),
+            requests=self.tally.requests,
+            usage=self.tally.usage,
+            cost=self.tally.cost,
+            wall_time=time.perf_counter() - self.started,
+            stop_reason=reason,
+        )
+
+
+class _ToolFailed(Exception):
+    """A tool call that ends as an error result for the model."""
+
+
+def _assistant_message(response: ModelResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.content}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.raw_arguments},
+            }
+            for call in response.tool_calls
+        ]
+    return message
+
+
+def _tool_message(record: ToolCallRecord) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": record.id, "content": record.sent}
+
+
+def _question_tool(answer: Callback) -> Tool:
+    async def question(question: str) -> str:
+        """Ask the user a question and wait for the answer.
+
+        Args:
+            question: the question, as the user should read it.
+        """
+        return str(await maybe_await(answer(question)))
+
+    return tool(question)

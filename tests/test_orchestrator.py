@@ -1,0 +1,265 @@
+"""The agent loop against a scripted model on loopback: real litellm calls over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from pytest_harness.orchestrator.loop import MAX_REQUESTS_PER_TURN, Orchestrator
+from pytest_harness.orchestrator.run import RunFailed
+from pytest_harness.orchestrator.tools import tool
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
+
+
+@tool
+def lookup(order: str) -> dict[str, str]:
+    """Look an order up.
+
+    Args:
+        order: the order number, like A-1.
+    """
+    return {"order": order, "status": "shipped"}
+
+
+@tool
+async def refund(order: str, amount: float) -> str:
+    """Refund part of an order."""
+    return f"refunded {amount:.2f} on {order}"
+
+
+def agent(server: LoopbackServer, *tools: Any, **options: Any) -> Orchestrator:
+    return Orchestrator(server.model, tools or [lookup, refund], params=server.params, **options)
+
+
+def calls(*specs: tuple[str, Any]) -> Reply:
+    return Reply(content=None, tool_calls=[ToolCallSpec(name=n, arguments=a) for n, a in specs])
+
+
+def test_a_batch_runs_and_its_results_go_back_in_the_models_order(server: LoopbackServer) -> None:
+    server.queue(
+        calls(("lookup", {"order": "A-1"}), ("refund", {"order": "A-1", "amount": 5})),
+        Reply(content="Your order shipped; 5.00 refunded."),
+    )
+    run = agent(server, system_prompt="You are a support agent.").run("Where is A-1?")
+    assert run.stop_reason == "done"
+    assert run.output == "Your order shipped; 5.00 refunded."
+    assert run.requests == 2
+    assert run.tools_called == ["lookup", "refund"]
+    assert [c.request for c in run.tool_calls] == [1, 1]
+    assert run.tool_calls[0].result == '{"order":"A-1","status":"shipped"}'
+    assert run.tool_calls[1].result == "refunded 5.00 on A-1"
+    first, second = server.requests
+    assert first["messages"][0] == {"role": "system", "content": "You are a support agent."}
+    assert [t["function"]["name"] for t in first["tools"]] == ["lookup", "refund"]
+    sent = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in sent] == ["call_0", "call_1"]
+    assert sent[1]["content"] == "refunded 5.00 on A-1"
+    assert run.usage.total_tokens > 0
+    assert [m["role"] for m in run.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+
+
+def test_tools_of_a_batch_run_concurrently(server: LoopbackServer) -> None:
+    @tool
+    async def slow(n: int) -> int:
+        """Sleep, then echo."""
+        await asyncio.sleep(0.4)
+        return n
+
+    @tool
+    def slow_sync(n: int) -> int:
+        """Sleep in a thread, then echo."""
+        time.sleep(0.4)
+        return n
+
+    batch = [("slow", {"n": i}) for i in range(4)] + [("slow_sync", {"n": i}) for i in range(4)]
+    server.queue(calls(*batch), Reply(content="done"))
+    run = agent(server, slow, slow_sync).run("go")
+    spans = [(c.started, c.ended) for c in run.tool_calls]
+    assert max(end for _, end in spans) - min(start for start, _ in spans) < 0.8  # not 3.2 s
+    assert [c.result for c in run.tool_calls] == ["0", "1", "2", "3"] * 2
+
+
+def test_callbacks_hear_the_batch_first_then_each_result(server: LoopbackServer) -> None:
+    heard: list[Any] = []
+    server.queue(
+        calls(("lookup", {"order": "A-1"}), ("nope", {})),
+        Reply(content="ok"),
+    )
+    agent(
+        server,
+        on_tool_call_start=lambda batch: heard.append(("start", batch)),
+        on_tool_result=lambda name, result: heard.append(("result", name, result)),
+    ).run("hi")
+    assert heard[0] == (
+        "start",
+        [{"name": "lookup", "arguments": {"order": "A-1"}}, {"name": "nope", "arguments": {}}],
+    )
+    assert sorted(heard[1:]) == [
+        ("result", "lookup", '{"order":"A-1","status":"shipped"}'),
+        ("result", "nope", "Error: there is no tool named 'nope'; the tools are: lookup, refund"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ("{not json", "lookup"),
+        ({"order": 5}, "order"),
+        ({}, "order"),
+    ],
+    ids=["not-json", "wrong-type", "missing"],
+)
+def test_bad_arguments_become_an_error_result_for_the_model(
+    server: LoopbackServer, arguments: Any, expected: str
+) -> None:
+    server.queue(calls(("lookup", arguments)), Reply(content="sorry"))
+    run = agent(server).run("hi")
+    (record,) = run.tool_calls
+    assert record.error is not None
+    assert expected in record.error
+    tool_message = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
+    assert tool_message["content"] == f"Error: {record.error}"
+    assert run.stop_reason == "done"
+
+
+def test_a_raising_tool_and_a_hanging_tool_become_error_results(server: LoopbackServer) -> None:
+    finished = threading.Event()
+
+    @tool
+    def broken() -> str:
+        """Always fails."""
+        raise RuntimeError("database down")
+
+    @tool(timeout=0.2)
+    async def hangs() -> str:
+        """Never returns."""
+        try:
+            await asyncio.sleep(30)
+        finally:
+            finished.set()
+        return "never"
+
+    server.queue(calls(("broken", {}), ("hangs", {})), Reply(content="both failed"))
+    started = time.perf_counter()
+    run = agent(server, broken, hangs).run("hi")
+    assert time.perf_counter() - started < 5
+    assert run.tool_calls[0].error == "tool 'broken' raised RuntimeError: database down"
+    assert run.tool_calls[1].error == "tool 'hangs' did not finish within 0.2 s"
+    assert finished.is_set()  # its finally block ran
+    assert run.output == "both failed"
+
+
+def test_a_model_that_never_stops_calling_tools_meets_the_cap(server: LoopbackServer) -> None:
+    server.handler = lambda body: calls(("lookup", {"order": "A-1"}))
+    run = agent(server).run("loop forever")
+    assert run.stop_reason == "max_requests"
+    assert run.requests == MAX_REQUESTS_PER_TURN
+    assert len(server.requests) == MAX_REQUESTS_PER_TURN
+
+
+def test_the_tool_error_limit_stops_the_run(server: LoopbackServer) -> None:
+    server.handler = lambda body: calls(("nope", {}))
+    run = agent(server, max_tool_errors=3).run("hi")
+    assert run.stop_reason == "tool_error_limit"
+    assert run.requests == 3
+    assert all(not c.ok for c in run.tool_calls)
+
+
+def test_abort_from_another_thread_cancels_tools_and_stops(server: LoopbackServer) -> None:
+    cleaned = threading.Event()
+    entered = threading.Event()
+
+    @tool
+    async def long_task() -> str:
+        """Takes long."""
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cleaned.set()
+        return "late"
+
+    server.queue(calls(("long_task", {})))
+    orchestrator = agent(server, long_task)
+    threading.Thread(target=lambda: entered.wait(10) and orchestrator.abort()).start()
+    started = time.perf_counter()
+    run = orchestrator.run("hi")
+    assert time.perf_counter() - started < 5
+    assert run.stop_reason == "aborted"
+    assert cleaned.is_set()
+    assert run.tool_calls[0].error == "aborted before the tool finished"
+    assert len(server.requests) == 1  # no request after the abort
+
+
+def test_run_again_continues_the_conversation(server: LoopbackServer) -> None:
+    server.queue(Reply(content="Hello!"), Reply(content="Still here."))
+    orchestrator = agent(server, system_prompt="Be brief.")
+    assert orchestrator.run("hi").output == "Hello!"
+    second = orchestrator.run("and now?")
+    assert second.output == "Still here."
+    roles = [m["role"] for m in server.requests[1]["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert second.requests == 1
+
+
+def test_streamed_content_and_tool_calls(server: LoopbackServer) -> None:
+    pieces: list[str] = []
+    thoughts: list[str] = []
+    server.queue(
+        Reply(content=None, tool_calls=[ToolCallSpec(name="lookup", arguments={"order": "B-2"})]),
+        Reply(content="It shipped yesterday.", reasoning="check the status"),
+    )
+    run = agent(server, on_content=pieces.append, on_reasoning=thoughts.append).run("B-2?")
+    assert server.requests[0]["stream"] is True
+    assert run.tool_calls[0].arguments == {"order": "B-2"}
+    assert "".join(pieces) == "It shipped yesterday."
+    assert "".join(thoughts) == "check the status"
+    assert run.response is not None
+    assert run.response.reasoning == "check the status"
+
+
+def test_the_question_tool_is_offered_only_with_its_callback(server: LoopbackServer) -> None:
+    server.queue(
+        calls(("question", {"question": "Which order?"})),
+        Reply(content="Thanks, looking up A-1."),
+    )
+    asked: list[str] = []
+    run = agent(server, on_question=lambda q: asked.append(q) or "A-1").run("help")
+    assert asked == ["Which order?"]
+    assert run.tool_calls[0].result == "A-1"
+    assert "question" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    server.reset()
+    server.queue(Reply(content="hi"))
+    agent(server).run("hello")
+    assert "question" not in [t["function"]["name"] for t in server.requests[0]["tools"]]
+
+
+def test_a_provider_error_mid_run_keeps_the_messages(server: LoopbackServer) -> None:
+    server.queue(calls(("lookup", {"order": "A-1"})), Reply(status=400, error="bad request"))
+    with pytest.raises(RunFailed, match="request 2 of the run failed") as failure:
+        agent(server).run("hi")
+    run = failure.value.run
+    assert run.stop_reason == "error"
+    assert run.tools_called == ["lookup"]
+    assert [m["role"] for m in run.messages] == ["user", "assistant", "tool"]
+
+
+def test_arun_is_the_async_core(server: LoopbackServer) -> None:
+    server.queue(Reply(content="async hello"))
+    run = asyncio.run(agent(server).arun("hi"))
+    assert run.output == "async hello"
+    assert json.loads(json.dumps(run.messages[-1]))["content"] == "async hello"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_harness import _aio
 from pytest_harness.agent import Agent, Result
@@ -11,6 +11,10 @@ from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal.assertions import assert_verdict, panel_for
 from pytest_harness.tribunal.declare import Tribunal
 from pytest_harness.tribunal.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from pytest_harness.orchestrator.loop import Orchestrator
+    from pytest_harness.orchestrator.run import Run
 
 
 class Harness:
@@ -23,6 +27,14 @@ class Harness:
     def __init__(self, test_id: str | None = None) -> None:
         self.test_id = test_id
         self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
+        self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
+
+    def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
+        """An ``Orchestrator`` (same arguments) for this test: its requests go through the
+        test's cassette, and each of its runs is in ``runs`` and the session report."""
+        from pytest_harness.orchestrator.loop import Orchestrator
+
+        return Orchestrator(model, tools, **options)
 
     def run(
         self,

@@ -217,6 +217,8 @@ class ItemRun:
         """Report what the test's features did (a listener of its scope)."""
         if topic == "response":
             self.watch.harness_response(payload)
+        elif topic == "run":
+            self._report_run(payload)
         if topic != "tribunal":
             return
         from pytest_harness import report
@@ -227,6 +229,13 @@ class ItemRun:
         self.item.ihook.pytest_harness_tribunal(item=self.item, tribunal=tribunal, record=data)
         if self.harness is not None:
             self.harness.tribunals.append(tribunal)
+
+    def _report_run(self, run: Any) -> None:
+        from pytest_harness import report
+
+        self.item.user_properties.append(report.run_property(run, self.item.nodeid))
+        if self.harness is not None:
+            self.harness.runs.append(run)
 
     def blocked(self) -> str | None:
         """Why a test that passed must fail: connections refused in replay mode, or None."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_harness.tribunal.verdicts import Verdict
 
 RECORD_PROPERTY = "harness_tribunal"
+RUN_PROPERTY = "harness_run"
 REASON_WIDTH = 60
 
 
@@ -67,13 +68,48 @@ def junit_properties(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def records_in(properties: Iterable[tuple[str, object]]) -> list[dict[str, Any]]:
-    """The records stored in a test report's ``user_properties``."""
+def records_in(
+    properties: Iterable[tuple[str, object]], kind: str = RECORD_PROPERTY
+) -> list[dict[str, Any]]:
+    """The records of ``kind`` (tribunal runs by default) in a report's ``user_properties``."""
     found = []
     for name, value in properties:
-        if name == RECORD_PROPERTY and isinstance(value, str):
+        if name == kind and isinstance(value, str):
             found.append(json.loads(value))
     return found
+
+
+def run_property(run: Any, test: str | None) -> tuple[str, str]:
+    """One orchestrator run as a JUnit property: tools called, requests, stop, tokens, cost."""
+    data = {
+        "test": test,
+        "tools": run.tools_called,
+        "tool_errors": sum(not call.ok for call in run.tool_calls),
+        "requests": run.requests,
+        "stop_reason": run.stop_reason,
+        "tokens": run.usage.total_tokens,
+        "cost": run.cost,
+        "time": round(run.wall_time, 3),
+    }
+    return RUN_PROPERTY, json.dumps(data, sort_keys=True)
+
+
+def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            r["test"],
+            _clip(", ".join(r["tools"]) or "-", REASON_WIDTH),
+            r["tool_errors"],
+            r["requests"],
+            r["stop_reason"],
+            r["tokens"],
+            _money(r["cost"]),
+            _seconds(r["time"]),
+        ]
+        for r in records
+    ]
+    headers = ["test", "tools", "errors", "requests", "stop", "tokens", "cost", "time"]
+    return tabulate(rows, headers=headers)
 
 
 def failure_message(tribunal: Any, error: BaseException | None = None) -> str:
@@ -145,19 +181,24 @@ class SessionReport:
         self.json_path = json_path
         self.records: list[dict[str, Any]] = []
         self.usage: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "teardown" and report.user_properties:
             self.records += records_in(report.user_properties)
             self.usage += spend.records_in(report.user_properties)
+            self.runs += records_in(report.user_properties, RUN_PROPERTY)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.usage:
             terminalreporter.write_sep("=", "pytest-harness model calls")
             terminalreporter.write_line(usage_table(self.usage))
+        if self.runs:
+            terminalreporter.write_sep("=", "pytest-harness agent runs")
+            terminalreporter.write_line(runs_table(self.runs))
         if self.records:
             self._tribunals(terminalreporter)
-        if self.json_path is not None and (self.records or self.usage):
+        if self.json_path is not None and (self.records or self.usage or self.runs):
             terminalreporter.write_line(f"harness report written to {self.json_path}")
 
     def _tribunals(self, terminalreporter: Any) -> None:
@@ -170,7 +211,7 @@ class SessionReport:
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            write_json(self.json_path, self.records, self.usage)
+            write_json(self.json_path, self.records, self.usage, self.runs)
 
 
 def usage_table(records: Sequence[Mapping[str, Any]]) -> str:
@@ -226,9 +267,15 @@ def write_json(
     path: Path,
     records: Sequence[Mapping[str, Any]],
     usage: Sequence[Mapping[str, Any]] = (),
+    runs: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """Write the session's tribunal records, agreement and model usage as JSON (atomically)."""
-    data = {"tribunals": list(records), "agreement": agreement(records), "usage": list(usage)}
+    """Write the session's tribunals, agreement, model usage and agent runs as JSON."""
+    data = {
+        "tribunals": list(records),
+        "agreement": agreement(records),
+        "usage": list(usage),
+        "runs": list(runs),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")

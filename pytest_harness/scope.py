@@ -9,7 +9,8 @@ Features report what happened through one list, ``Scope.listeners``: ``emit(topi
 payload)`` calls each listener with both. Topics:
 
 - ``"response"``: a ``ModelResponse`` that passed the degenerate-output check;
-- ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None).
+- ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None);
+- ``"run"``: an orchestrator ``Run`` that ended (whatever its stop reason).
 
 ``seam_call()`` marks the HTTP traffic of a model seam call (a ContextVar: it belongs to
 the call, in whatever thread or task makes it), so the test's traffic watch leaves to the

@@ -263,3 +263,130 @@ def test_arun_is_the_async_core(server: LoopbackServer) -> None:
     run = asyncio.run(agent(server).arun("hi"))
     assert run.output == "async hello"
     assert json.loads(json.dumps(run.messages[-1]))["content"] == "async hello"
+
+
+def trajectory_run(server: LoopbackServer) -> Any:
+    server.queue(
+        calls(("lookup", {"order": "A-1"}), ("lookup", {"order": "B-2"})),
+        calls(("refund", {"order": "A-1", "amount": 5})),
+        Reply(content="done"),
+    )
+    return agent(server).run("sort it out")
+
+
+def test_trajectory_assertions_pass_on_what_happened(server: LoopbackServer) -> None:
+    run = trajectory_run(server)
+    assert run.assert_called("lookup", {"order": "B-2"}).request == 1
+    assert run.assert_called("refund", lambda args: args["amount"] > 1).request == 2
+    run.assert_not_called("question")
+    run.assert_called_times("lookup", 2)
+    run.assert_order("lookup", "refund")
+    run.assert_requests_at_most(3)
+    run.assert_stopped("done")
+
+
+@pytest.mark.parametrize(
+    ("check", "problem"),
+    [
+        (
+            lambda r: r.assert_called("lookup", {"order": "Z-9"}),
+            'expected lookup to be called with {"order": "Z-9"}; it was called 2 time(s)',
+        ),
+        (
+            lambda r: r.assert_called("question"),
+            "expected question to be called; it was never called",
+        ),
+        (
+            lambda r: r.assert_not_called("refund"),
+            "expected refund not to be called; it was, 1 time(s)",
+        ),
+        (
+            lambda r: r.assert_called_times("lookup", 1),
+            "expected lookup to be called 1 time(s); it was 2",
+        ),
+        (
+            lambda r: r.assert_order("refund", "lookup"),
+            "expected the tools in the order ['refund', 'lookup']; the order was "
+            "['lookup', 'lookup', 'refund']",
+        ),
+        (
+            lambda r: r.assert_requests_at_most(2),
+            "expected at most 2 model requests; the run made 3",
+        ),
+        (
+            lambda r: r.assert_stopped("aborted"),
+            "expected the run to stop with 'aborted'; it stopped with 'done'",
+        ),
+    ],
+    ids=["called-with", "called", "not-called", "times", "order", "requests", "stopped"],
+)
+def test_a_failing_trajectory_assertion_prints_the_trajectory(
+    server: LoopbackServer, check: Any, problem: str
+) -> None:
+    run = trajectory_run(server)
+    with pytest.raises(AssertionError) as failure:
+        check(run)
+    message = str(failure.value)
+    assert message.startswith(problem + ".\nstop reason: done; requests: 3")
+    table = message.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["request", "tool", "arguments", "result", "or", "error", "time"]
+    assert table[2].split()[:3] == ["1", "lookup", '{"order":']
+    assert "refunded 5.00 on A-1" in table[4]
+    assert len(table) == 5  # header, rule, three calls
+
+
+RUNS = """
+import pytest
+from pytest_harness import tool
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
+
+@tool
+def lookup(order: str) -> str:
+    "Look an order up."
+    return "shipped"
+
+@pytest.mark.harness(cassette=False)
+def test_agent(harness):
+    with LoopbackServer() as server:
+        server.queue(Reply(content=None, tool_calls=[ToolCallSpec(name="lookup",
+                                                                  arguments={"order": "A-1"})]),
+                     Reply(content="It shipped."))
+        run = harness.orchestrator(server.model, [lookup], params=server.params).run("A-1?")
+    assert harness.runs == [run]
+    run.assert_called("lookup", {"order": "A-1"})
+"""
+
+
+def test_each_run_is_in_the_session_report_and_json(pytester: pytest.Pytester) -> None:
+    # In a subprocess: an in-process run would import and then forget litellm's lazy
+    # modules (openai's), leaving this process with two copies of their classes.
+    pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")  # its own server
+    pytester.makepyfile(test_runs=RUNS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-report=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*pytest-harness agent runs*", "*test_agent*lookup*0*2*done*"])
+    (data,) = json.loads((pytester.path / "r.json").read_text())["runs"]
+    assert data["tools"] == ["lookup"]
+    assert (data["requests"], data["stop_reason"], data["tool_errors"]) == (2, "done", 0)
+
+
+def test_abort_from_a_callback_runs_no_tool_and_makes_no_request(
+    server: LoopbackServer,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def side_effect() -> str:
+        """Must not run once aborted."""
+        ran.append("ran")
+        return "ran"
+
+    server.queue(calls(("side_effect", {})))
+    holder: list[Orchestrator] = []
+    orchestrator = agent(server, side_effect, on_tool_call_start=lambda batch: holder[0].abort())
+    holder.append(orchestrator)
+    run = orchestrator.run("hi")
+    assert run.stop_reason == "aborted"
+    assert ran == []
+    assert run.tool_calls[0].error == "aborted before the tool finished"
+    assert len(server.requests) == 1

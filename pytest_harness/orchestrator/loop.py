@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_harness import scope
 from pytest_harness._aio import maybe_await, run_sync
 from pytest_harness.errors import HarnessStop, describe
 from pytest_harness.orchestrator import pipeline
@@ -195,9 +196,16 @@ class _Turn:
             for task in tasks:
                 task.cancel()
         try:
-            records = list(await asyncio.gather(*tasks))
+            done = await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             agent._running = []
+        records = []
+        for outcome, call in zip(done, calls, strict=True):
+            if isinstance(outcome, asyncio.CancelledError):  # cancelled before it started
+                outcome = _record(call, request, None, _ABORTED)
+            elif isinstance(outcome, BaseException):  # a callback of the test raised
+                raise outcome
+            records.append(outcome)
         self.calls += records
         return records
 
@@ -208,20 +216,10 @@ class _Turn:
             result = await self.invoke(call)
             error = None
         except asyncio.CancelledError:
-            error = "aborted before the tool finished"
+            error = _ABORTED
         except _ToolFailed as failure:
             error = str(failure)
-        record = ToolCallRecord(
-            id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            raw_arguments=call.raw_arguments,
-            result=result,
-            error=error,
-            started=started,
-            ended=time.time(),
-            request=request,
-        )
+        record = _record(call, request, result, error, started)
         if self.agent.on_tool_result is not None and not self.agent._aborted.is_set():
             await maybe_await(self.agent.on_tool_result(call.name, record.sent))
         return record
@@ -245,8 +243,9 @@ class _Turn:
         return render(value)
 
     def stop(self, reason: StopReason) -> Run:
+        """The run as it ends, told to the scope's listeners (topic ``"run"``)."""
         response = self.response
-        return Run(
+        run = Run(
             output=response.text if response is not None else "",
             response=response,
             messages=tuple(dict(m) for m in self.agent.messages),
@@ -257,6 +256,28 @@ class _Turn:
             wall_time=time.perf_counter() - self.started,
             stop_reason=reason,
         )
+        scope.emit("run", run)
+        return run
+
+
+_ABORTED = "aborted before the tool finished"
+
+
+def _record(
+    call: ToolCall, request: int, result: str | None, error: str | None, started: float = 0.0
+) -> ToolCallRecord:
+    ended = time.time()
+    return ToolCallRecord(
+        id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        raw_arguments=call.raw_arguments,
+        result=result,
+        error=error,
+        started=started or ended,
+        ended=ended,
+        request=request,
+    )
 
 
 class _ToolFailed(Exception):

@@ -8,11 +8,12 @@ summed over them, the wall time and why the run stopped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from pytest_harness.errors import HarnessError
+from pytest_harness.orchestrator import trajectory
 from pytest_harness.response import ModelResponse, Usage
 
 StopReason: TypeAlias = Literal["done", "max_requests", "tool_error_limit", "aborted", "error"]
@@ -94,6 +95,37 @@ class Run:
     def tools_called(self) -> list[str]:
         """The names of the tools called, in order (repeats included)."""
         return [call.name for call in self.tool_calls]
+
+    # Trajectory assertions: each raises AssertionError with the trajectory as a table.
+
+    def assert_called(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> ToolCallRecord:
+        """``name`` was called (with arguments containing ``arguments``, or accepted by a
+        predicate); returns the first matching call."""
+        return trajectory.called(self, name, arguments)
+
+    def assert_not_called(self, name: str) -> None:
+        trajectory.not_called(self, name)
+
+    def assert_called_times(self, name: str, times: int) -> None:
+        trajectory.called_times(self, name, times)
+
+    def assert_order(self, *names: str) -> None:
+        """The tools ``names`` were called in this order (other calls may come between)."""
+        trajectory.in_order(self, names)
+
+    def assert_requests_at_most(self, limit: int) -> None:
+        trajectory.requests_at_most(self, limit)
+
+    def assert_stopped(self, reason: StopReason) -> None:
+        trajectory.stopped(self, reason)
+
+    def table(self) -> str:
+        """The trajectory as a table (request, tool, arguments, result or error, time)."""
+        return trajectory.table(self)
 
 
 class RunFailed(HarnessError):

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_harness import _env
 from pytest_harness.errors import ProviderResponseError
+from pytest_harness.local import tool_calls
 from pytest_harness.local.route import LOCAL_MODEL
 from pytest_harness.response import (
     ModelResponse,
@@ -172,6 +173,7 @@ def _internal_call() -> Iterator[None]:
 def _for_litellm(kwargs: dict[str, Any]) -> dict[str, Any]:
     """What litellm needs beyond an OpenAI-style request."""
     kwargs = dict(kwargs)
+    kwargs.pop(tool_calls.MARK, None)  # the seam's own note, not litellm's
     if kwargs.get("tools"):
         # litellm's MCP bridge imports the optional `mcp` package for any call with tools
         # (and fails without it); the harness runs tools itself, never over MCP.

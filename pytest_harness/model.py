@@ -20,6 +20,7 @@ from typing import Any, overload
 
 from pytest_harness import _litellm, scope
 from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse, quote
+from pytest_harness.local import tool_calls
 from pytest_harness.response import Messages, ModelResponse, TokenCallback
 from pytest_harness.validator import ResponseValidator
 
@@ -160,6 +161,7 @@ def send(
         response = _litellm.completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
+    response = _received(call, response)
     check(response)
     return response
 
@@ -175,6 +177,7 @@ async def asend(
         response = await _litellm.acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
+    response = _received(call, response)
     check(response)
     return response
 
@@ -207,6 +210,13 @@ def problem(
     current = within or scope.current()
     reason = None if current.degenerate == "off" else _VALIDATOR.problem(response)
     return None if reason is None else _problem_error(response, reason, current, call)
+
+
+def _received(call: Request, response: ModelResponse) -> ModelResponse:
+    """The embedded model's tool calls, read from its JSON reply (``local.tool_calls``)."""
+    if call.kwargs.get(tool_calls.MARK):
+        return tool_calls.receive(response)
+    return response
 
 
 @contextmanager

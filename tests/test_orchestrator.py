@@ -390,3 +390,11 @@ def test_abort_from_a_callback_runs_no_tool_and_makes_no_request(
     assert ran == []
     assert run.tool_calls[0].error == "aborted before the tool finished"
     assert len(server.requests) == 1
+
+
+def test_a_lower_request_cap_per_orchestrator(server: LoopbackServer) -> None:
+    server.handler = lambda body: calls(("lookup", {"order": "A-1"}))
+    run = agent(server, max_requests=2).run("hi")
+    assert (run.stop_reason, run.requests, len(server.requests)) == ("max_requests", 2, 2)
+    with pytest.raises(ValueError, match="expects 1 to 100, got 0"):
+        agent(server, max_requests=0)

@@ -12,6 +12,8 @@ server and works around what this server and model do differently from OpenAI:
 * its ``gemma`` chat format silently drops system messages (and any content that is not a
   string), so system text is folded into the first user turn.
 * a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
+* the model makes no tool calls of its own: offered tools become a prompt and a grammar
+  (``tool_calls``), and the seam reads the JSON reply back into ``tool_calls``.
 * ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
   server honours a request's seed, but a sampled answer (temperature above 0) repeats only
   from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
@@ -32,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from pytest_harness.local import tool_calls
 from pytest_harness.local.install import MODEL_NAME
 
 if TYPE_CHECKING:
@@ -66,6 +69,7 @@ def make_route(base_url: str) -> Route:
         routed.setdefault("temperature", 0)
         routed.setdefault("seed", 42)
         routed["max_retries"] = routed["num_retries"] = 0
+        routed = tool_calls.offer(routed)  # tools as a prompt and a grammar: no native calls
         if "response_format" in routed:
             routed["response_format"] = _response_format(routed["response_format"])
         routed["messages"] = _fold_system(routed.get("messages") or [])

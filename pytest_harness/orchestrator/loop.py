@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_harness import scope
 from pytest_harness._aio import maybe_await, run_sync
-from pytest_harness.errors import HarnessStop, describe
+from pytest_harness.errors import ConfigError, HarnessStop, describe
 from pytest_harness.orchestrator import pipeline
 from pytest_harness.orchestrator.run import Run, RunFailed, StopReason, ToolCallRecord
 from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render, tool
@@ -55,6 +55,8 @@ class Orchestrator:
             with the model's question, returns the answer (may be async).
         tool_timeout: seconds a tool call may take unless the tool sets its own.
         max_tool_errors: error results in one run after which it stops (``tool_error_limit``).
+        max_requests: model requests per run before it stops (``max_requests``); at most
+            ``MAX_REQUESTS_PER_TURN``.
     """
 
     def __init__(
@@ -72,7 +74,14 @@ class Orchestrator:
         on_question: Callback | None = None,
         tool_timeout: float = TOOL_TIMEOUT,
         max_tool_errors: int = MAX_TOOL_ERRORS,
+        max_requests: int = MAX_REQUESTS_PER_TURN,
     ) -> None:
+        if not 1 <= max_requests <= MAX_REQUESTS_PER_TURN:
+            raise ConfigError(
+                f"Orchestrator(max_requests=...) expects 1 to {MAX_REQUESTS_PER_TURN}, "
+                f"got {max_requests!r}."
+            )
+        self.max_requests = max_requests
         self.model = model
         self.tools = {t.name: t for t in map(as_tool, tools)}
         if on_question is not None:
@@ -146,7 +155,7 @@ class _Turn:
         while True:
             if agent._aborted.is_set():
                 return self.stop("aborted")
-            if self.tally.requests >= MAX_REQUESTS_PER_TURN:
+            if self.tally.requests >= agent.max_requests:
                 return self.stop("max_requests")
             response = await self.request()
             if not response.tool_calls:

@@ -204,3 +204,51 @@ def test_application_traffic_recorded_from_the_embedded_model_replays_with_no_fl
     assert before["sdk"][1]
     assert before["litellm"]
     assert json.loads((pytester.path / "replayed.json").read_text()) == before
+
+
+AGENT_SUITE = """
+import json, os, pathlib
+from pytest_harness import tool
+
+@tool
+def lookup(order: str) -> dict:
+    '''Look up the shipping status of an order.
+
+    Args:
+        order: the order number, like A-1.
+    '''
+    return {"order": order, "status": "shipped yesterday"}
+
+def test_agent(harness):
+    agent = harness.orchestrator("local", [lookup], max_requests=2, params={"max_tokens": 60},
+                                 system_prompt="You are a support agent. Use the tools.")
+    run = agent.run("Where is my order A-1?")
+    calls = [(c.name, dict(c.arguments or {}), c.result, c.error) for c in run.tool_calls]
+    assert calls and calls[0][0] == "lookup"
+    pathlib.Path(os.environ["DUMP"]).write_text(
+        json.dumps([run.stop_reason, run.requests, calls, run.output]))
+"""
+
+
+def test_an_agent_run_recorded_from_the_embedded_model_replays_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_agent=AGENT_SUITE)
+    monkeypatch.setenv("DUMP", str(pytester.path / "recorded.json"))
+    recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-live")
+    recorded.assert_outcomes(passed=1)
+    stop, requests, calls, _ = json.loads((pytester.path / "recorded.json").read_text())
+    assert stop in ("done", "max_requests")
+    assert 1 <= requests <= 2
+    assert calls[0][0] == "lookup"
+    assert set(calls[0][1]) == {"order"}  # the grammar made the arguments fit the schema
+    assert calls[0][3] is None
+
+    monkeypatch.setenv("DUMP", str(pytester.path / "replayed.json"))
+    replayed = pytester.run(
+        *offline_command(), sys.executable, "-m", "pytest", "-p", "no:cacheprovider"
+    )
+    assert replayed.ret == 0, replayed.stdout.str()
+    before = json.loads((pytester.path / "recorded.json").read_text())
+    assert json.loads((pytester.path / "replayed.json").read_text()) == before

@@ -88,8 +88,8 @@ def test_tools_of_a_batch_run_concurrently(server: LoopbackServer) -> None:
     batch = [("slow", {"n": i}) for i in range(4)] + [("slow_sync", {"n": i}) for i in range(4)]
     server.queue(calls(*batch), Reply(content="done"))
     run = agent(server, slow, slow_sync).run("go")
-    spans = [(c.started, c.ended) for c in run.tool_calls]
-    assert max(end for _, end in spans) - min(start for start, _ in spans) < 0.8  # not 3.2 s
+    # Every tool started before any finished: all eight were running at once.
+    assert max(c.started for c in run.tool_calls) < min(c.ended for c in run.tool_calls)
     assert [c.result for c in run.tool_calls] == ["0", "1", "2", "3"] * 2
 
 

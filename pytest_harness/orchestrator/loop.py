@@ -24,9 +24,9 @@ from typing import Any
 from pytest_harness import scope
 from pytest_harness._aio import maybe_await, run_sync
 from pytest_harness.errors import ConfigError, HarnessStop, describe
-from pytest_harness.orchestrator import pipeline
+from pytest_harness.orchestrator import messages, pipeline
 from pytest_harness.orchestrator.run import Run, RunFailed, StopReason, ToolCallRecord
-from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render, tool
+from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render
 from pytest_harness.response import ModelResponse, ToolCall
 
 MAX_REQUESTS_PER_TURN = 100
@@ -85,7 +85,7 @@ class Orchestrator:
         self.model = model
         self.tools = {t.name: t for t in map(as_tool, tools)}
         if on_question is not None:
-            self.tools["question"] = _question_tool(on_question)
+            self.tools["question"] = messages.question_tool(on_question)
         self.system_prompt = system_prompt
         self.params = dict(params or {})
         self.middleware = tuple(pipeline.DEFAULT if middleware is None else middleware)
@@ -161,7 +161,7 @@ class _Turn:
             if not response.tool_calls:
                 return self.stop("done")
             records = await self.execute(response.tool_calls, self.tally.requests)
-            agent.messages += [_tool_message(record) for record in records]
+            agent.messages += [messages.tool_result(record) for record in records]
             if agent._aborted.is_set():
                 return self.stop("aborted")
             if sum(not call.ok for call in self.calls) >= agent.max_tool_errors:
@@ -190,7 +190,7 @@ class _Turn:
                 f"request {call.number} of the run failed: {describe(error)}", run=run
             ) from error
         self.response = response
-        agent.messages.append(_assistant_message(response))
+        agent.messages.append(messages.assistant(response))
         return response
 
     async def execute(self, calls: Sequence[ToolCall], request: int) -> list[ToolCallRecord]:
@@ -291,33 +291,3 @@ def _record(
 
 class _ToolFailed(Exception):
     """A tool call that ends as an error result for the model."""
-
-
-def _assistant_message(response: ModelResponse) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": response.content}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.raw_arguments},
-            }
-            for call in response.tool_calls
-        ]
-    return message
-
-
-def _tool_message(record: ToolCallRecord) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": record.id, "content": record.sent}
-
-
-def _question_tool(answer: Callback) -> Tool:
-    async def question(question: str) -> str:
-        """Ask the user a question and wait for the answer.
-
-        Args:
-            question: the question, as the user should read it.
-        """
-        return str(await maybe_await(answer(question)))
-
-    return tool(question)

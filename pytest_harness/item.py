@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_harness import _litellm, marker, scope
+from pytest_harness.cassettes.matching import split_host
 from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction
 from pytest_harness.cassettes.slot import CassetteSlot, cassette_path
@@ -80,7 +81,7 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
     run = item.stash.get(_RUN, None)
     if run is not None and not report.skipped:
         raised = call.excinfo.value if call.excinfo is not None else None
-        first = run.watch.unreported(raised)
+        first = run.watch.unreported(raised, run.slot.misses if run.slot is not None else ())
         if call.when == "call" and first is None:
             first = run.blocked()
         if first is not None and report.passed:
@@ -139,12 +140,12 @@ class ItemRun:
         run = cls(item, record_failed=session.record_failed, captures=captures)
         run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
         if test.record == "none":
-            run.guard = NetworkGuard([*session.allow_hosts, *_host_names(session.ignore_hosts)])
+            ignored = [split_host(host)[0] for host in session.ignore_hosts]  # hosts, not ports
+            run.guard = NetworkGuard([*session.allow_hosts, *ignored])
         if test.cassette is not False:
             run.slot = _slot(item, session, test, run_id, run.guard)
             run.slot.on_response = run.watch.seen
             run.slot.gate = run.watch.gate
-            run.watch.misses = run.slot.misses
         live = test.record != "none"
         run.scope = scope.Scope(
             degenerate=test.degenerate,
@@ -285,11 +286,6 @@ def _slot(
         ),
         guard=guard,
     )
-
-
-def _host_names(hosts: tuple[str, ...]) -> list[str]:
-    """``name`` of each ``name`` or ``name:port`` (the guard allows hosts, not ports)."""
-    return [host.rpartition(":")[0] if host.count(":") == 1 else host for host in hosts]
 
 
 def _uses_harness(item: pytest.Item) -> bool:

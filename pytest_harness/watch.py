@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,6 @@ class TrafficWatch:
         budget: the live-call budget, or None (replay, or no limit set).
         price: whether to price the calls when the test ends (something shows the cost).
         scope: the test's scope (its degenerate policy), set once built.
-        misses: the cassette's misses (the slot's list, shared).
         free: the application talks to the embedded model: its calls cost nothing, whatever
             model name it asks for.
         problems: bad responses the application received, under ``fail``.
@@ -56,7 +56,6 @@ class TrafficWatch:
     budget: Budget | None = None
     price: bool = False
     scope: scope.Scope = field(default_factory=scope.Scope)
-    misses: list[CassetteMiss] = field(default_factory=list)
     free: bool = False
     problems: list[InvalidResponse] = field(default_factory=list)
     warnings: list[InvalidResponse] = field(default_factory=list)
@@ -102,10 +101,7 @@ class TrafficWatch:
         """
         pending, self.warnings = self.warnings, []
         for error in pending:
-            if quiet:
-                with contextlib.suppress(Warning):
-                    warnings.warn(HarnessWarning(str(error)), stacklevel=2)
-            else:
+            with contextlib.suppress(Warning) if quiet else contextlib.nullcontext():
                 warnings.warn(HarnessWarning(str(error)), stacklevel=2)
 
     def gate(self, uri: str) -> None:
@@ -113,13 +109,16 @@ class TrafficWatch:
         if self.budget is not None:
             self.budget.gate(uri)
 
-    def unreported(self, raised: BaseException | None) -> str | None:
+    def unreported(
+        self, raised: BaseException | None, misses: Sequence[CassetteMiss] = ()
+    ) -> str | None:
         """What the report must show first and has not shown yet, or None.
 
         Args:
             raised: the exception the phase ended with; a miss it is needs no repeating.
+            misses: the cassette's misses so far.
         """
-        new = [e for e in [*self.misses, *self.problems] if id(e) not in self._reported]
+        new = [e for e in [*misses, *self.problems] if id(e) not in self._reported]
         self._reported.update(id(e) for e in new)
         shown = [e for e in new if e is not raised]
         if not shown:

@@ -53,6 +53,15 @@ def is_loopback(host: str) -> bool:
     return host in _LOOPBACK_NAMES or host.startswith("127.")
 
 
+def split_host(entry: str) -> tuple[str, str]:
+    """``(name, port)`` of a ``name`` or ``name:port`` entry (port "" when none; a bare IPv6
+    address has no port)."""
+    if entry.count(":") != 1:
+        return entry, ""
+    name, _, port = entry.rpartition(":")
+    return name, port
+
+
 def host_filter(hosts: Iterable[str]) -> Callable[[str], bool]:
     """A test of a URL: is its host one of ``hosts`` (``name`` or ``name:port``)?
 
@@ -64,8 +73,8 @@ def host_filter(hosts: Iterable[str]) -> Callable[[str], bool]:
         host = host.strip().lower()
         if host:
             names.add(host)
-            base, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
-            if is_loopback(base or host):
+            base, port = split_host(host)
+            if is_loopback(base):
                 names.update(f"{alias}:{port}" if port else alias for alias in _LOOPBACK)
     if not names:
         return lambda uri: False

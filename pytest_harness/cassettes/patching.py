@@ -18,6 +18,12 @@ from typing import Any
 _ABSENT = object()
 
 
+def patched_object(patcher: Any) -> Any:
+    """What a ``mock`` patcher patches (known through its ``getter`` until it is entered)."""
+    getter = getattr(patcher, "getter", None)
+    return getter() if callable(getter) else None
+
+
 class Registry:
     """The open cassettes of this process and the attributes they patched."""
 
@@ -30,9 +36,7 @@ class Registry:
         """Note ``cassette`` as open, and the current value of what its patchers patch."""
         with self._lock:
             for patcher in patchers:
-                # mock's patchers know their object through ``getter`` until entered.
-                getter, name = getattr(patcher, "getter", None), getattr(patcher, "attribute", None)
-                target = getter() if callable(getter) else None
+                target, name = patched_object(patcher), getattr(patcher, "attribute", None)
                 if target is not None and isinstance(name, str):
                     self._pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
             self._open.append(cassette)

@@ -256,9 +256,7 @@ _IN_PROCESS = frozenset({"ASGITransport", "WSGITransport", "MockTransport"})
 
 
 def _in_process(patcher: Any) -> bool:
-    getter = getattr(patcher, "getter", None)
-    target = getter() if callable(getter) else None
-    return getattr(target, "__name__", "") in _IN_PROCESS
+    return getattr(patching.patched_object(patcher), "__name__", "") in _IN_PROCESS
 
 
 def save_recordings(

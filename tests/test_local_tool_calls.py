@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pytest_harness.local import tool_calls
 from pytest_harness.local.route import REPLAY_BASE, make_route
 from pytest_harness.response import ModelResponse
@@ -52,7 +54,11 @@ def test_offered_tools_become_a_grammar_and_plain_turns() -> None:
         "tool": "lookup",
         "arguments": {"order": "A-1"},
     }
-    assert routed["messages"][2]["content"] == "Tool result: shipped"
+    assert routed["messages"][2]["content"] == (
+        "The user asked: Where is A-1?\n"
+        "The tool lookup returned: shipped\n"
+        "Write the reply to the user."
+    )
 
 
 def test_a_call_without_tools_is_left_alone() -> None:
@@ -76,3 +82,71 @@ def test_the_json_reply_reads_back_as_a_tool_call_or_an_answer() -> None:
     assert (answered.text, answered.tool_calls) == ("It shipped.", ())
     cut = ModelResponse(content='{"tool": "look', interrupted=True)
     assert tool_calls.receive(cut) is cut  # left for the response check to judge
+
+
+def test_a_reply_cut_off_by_the_token_limit_reads_as_openai_would_send_it() -> None:
+    cut_call = '{ "tool": "lookup", "arguments": {"order": "1042-1042-10'
+    called = tool_calls.receive(ModelResponse(content=cut_call, finish_reason="length"))
+    (call,) = called.tool_calls
+    assert (call.name, call.arguments, call.raw_arguments) == (
+        "lookup",
+        None,
+        '{"order": "1042-1042-10',
+    )
+    assert (called.content, called.finish_reason) == (None, "length")
+    cut_answer = '{"answer": "Your order \\"A-1\\" shipped on Mon'
+    answered = tool_calls.receive(ModelResponse(content=cut_answer, finish_reason="length"))
+    assert (answered.text, answered.tool_calls) == ('Your order "A-1" shipped on Mon', ())
+    mid_escape = tool_calls.receive(
+        ModelResponse(content='{"answer": "a\\', finish_reason="length")
+    )
+    assert mid_escape.text == "a"
+
+
+def _routed(**call: object) -> dict:
+    return make_route(REPLAY_BASE)({"model": "local", "messages": [], "tools": [LOOKUP], **call})
+
+
+def test_tool_choice_decides_what_the_grammar_allows() -> None:
+    auto = _routed(tool_choice="auto")["response_format"]["schema"]
+    assert [sorted(choice["properties"]) for choice in auto["anyOf"]] == [
+        ["arguments", "tool"],
+        ["answer"],
+    ]
+    required = _routed(tool_choice="required")
+    assert sorted(required["response_format"]["schema"]["properties"]) == ["arguments", "tool"]
+    assert '{"answer": <text>}' not in required["messages"][0]["content"]
+    named = _routed(tool_choice={"type": "function", "function": {"name": "lookup"}})
+    assert named["response_format"]["schema"]["properties"]["tool"]["enum"] == ["lookup"]
+    none = _routed(tool_choice="none")
+    assert none["response_format"]["schema"]["required"] == ["answer"]
+    guide = none["messages"][0]["content"]
+    assert guide == 'Reply with one JSON object: {"answer": <text>} to answer.'
+    assert "tool_choice" not in none
+    assert none[tool_calls.MARK] is True
+
+
+def test_a_tool_choice_naming_no_offered_tool_says_which_are() -> None:
+    with pytest.raises(ValueError, match=r"names the tool 'refund'.*\(lookup\): name one"):
+        _routed(tool_choice={"type": "function", "function": {"name": "refund"}})
+
+
+def test_the_results_of_one_batch_are_one_turn_under_the_question() -> None:
+    batch = [
+        {"id": "a", "function": {"name": "lookup", "arguments": '{"order": "A-1"}'}},
+        {"id": "b", "function": {"name": "lookup", "arguments": '{"order": "B-2"}'}},
+    ]
+    messages = [
+        {"role": "user", "content": "Where are A-1 and B-2?"},
+        {"role": "assistant", "content": None, "tool_calls": batch},
+        {"role": "tool", "tool_call_id": "a", "content": "shipped"},
+        {"role": "tool", "tool_call_id": "b", "content": "lost"},
+    ]
+    routed = _routed(messages=messages)
+    assert [m["role"] for m in routed["messages"]] == ["user", "assistant", "assistant", "user"]
+    assert routed["messages"][-1]["content"] == (
+        "The user asked: Where are A-1 and B-2?\n"
+        "The tool lookup returned: shipped\n"
+        "The tool lookup returned: lost\n"
+        "Write the reply to the user."
+    )

@@ -57,6 +57,10 @@ class Orchestrator:
         max_tool_errors: error results in one run after which it stops (``tool_error_limit``).
         max_requests: model requests per run before it stops (``max_requests``); at most
             ``MAX_REQUESTS_PER_TURN``.
+        max_tool_rounds: batches of tool calls per run; the request after the last one is
+            sent with ``tool_choice="none"``, so the model answers from what its tools
+            returned (a model that calls tools anyway stops the run: ``max_tool_rounds``).
+            None (the default): no limit but ``max_requests``.
     """
 
     def __init__(
@@ -75,13 +79,19 @@ class Orchestrator:
         tool_timeout: float = TOOL_TIMEOUT,
         max_tool_errors: int = MAX_TOOL_ERRORS,
         max_requests: int = MAX_REQUESTS_PER_TURN,
+        max_tool_rounds: int | None = None,
     ) -> None:
         if not 1 <= max_requests <= MAX_REQUESTS_PER_TURN:
             raise ConfigError(
                 f"Orchestrator(max_requests=...) expects 1 to {MAX_REQUESTS_PER_TURN}, "
                 f"got {max_requests!r}."
             )
-        self.max_requests = max_requests
+        if max_tool_rounds is not None and max_tool_rounds < 0:
+            raise ConfigError(
+                f"Orchestrator(max_tool_rounds=...) expects None or 0 and up, "
+                f"got {max_tool_rounds!r}."
+            )
+        self.max_requests, self.max_tool_rounds = max_requests, max_tool_rounds
         self.model = model
         self.tools = {t.name: t for t in map(as_tool, tools)}
         if on_question is not None:
@@ -147,6 +157,7 @@ class _Turn:
         self.started = started
         self.tally = pipeline.Tally()
         self.calls: list[ToolCallRecord] = []
+        self.rounds = 0  # batches of tool calls run so far
         self.response: ModelResponse | None = None
         self.send = pipeline.compose(agent.middleware)
 
@@ -160,6 +171,9 @@ class _Turn:
             response = await self.request()
             if not response.tool_calls:
                 return self.stop("done")
+            if self.last_round:
+                return self.stop("max_tool_rounds")
+            self.rounds += 1
             records = await self.execute(response.tool_calls, self.tally.requests)
             agent.messages += [messages.tool_result(record) for record in records]
             if agent._aborted.is_set():
@@ -173,7 +187,7 @@ class _Turn:
             model=agent.model,
             messages=agent.messages,
             tools=agent.specs,
-            params=dict(agent.params),
+            params={**agent.params, **({"tool_choice": "none"} if self.last_round else {})},
             stream=agent.on_content is not None or agent.on_reasoning is not None,
             number=self.tally.requests + 1,
             tally=self.tally,
@@ -211,7 +225,7 @@ class _Turn:
         records = []
         for outcome, call in zip(done, calls, strict=True):
             if isinstance(outcome, asyncio.CancelledError):  # cancelled before it started
-                outcome = _record(call, request, None, _ABORTED)
+                outcome = ToolCallRecord.ended_now(call, request, None, _ABORTED, 0.0)
             elif isinstance(outcome, BaseException):  # a callback of the test raised
                 raise outcome
             records.append(outcome)
@@ -228,7 +242,7 @@ class _Turn:
             error = _ABORTED
         except _ToolFailed as failure:
             error = str(failure)
-        record = _record(call, request, result, error, started)
+        record = ToolCallRecord.ended_now(call, request, result, error, started)
         if self.agent.on_tool_result is not None and not self.agent._aborted.is_set():
             await maybe_await(self.agent.on_tool_result(call.name, record.sent))
         return record
@@ -251,6 +265,12 @@ class _Turn:
             raise _ToolFailed(f"tool {call.name!r} raised {describe(error)}") from None
         return render(value)
 
+    @property
+    def last_round(self) -> bool:
+        """Whether the allowed batches of tool calls were all run."""
+        limit = self.agent.max_tool_rounds
+        return limit is not None and self.rounds >= limit
+
     def stop(self, reason: StopReason) -> Run:
         """The run as it ends, told to the scope's listeners (topic ``"run"``)."""
         response = self.response
@@ -270,23 +290,6 @@ class _Turn:
 
 
 _ABORTED = "aborted before the tool finished"
-
-
-def _record(
-    call: ToolCall, request: int, result: str | None, error: str | None, started: float = 0.0
-) -> ToolCallRecord:
-    ended = time.time()
-    return ToolCallRecord(
-        id=call.id,
-        name=call.name,
-        arguments=call.arguments,
-        raw_arguments=call.raw_arguments,
-        result=result,
-        error=error,
-        started=started or ended,
-        ended=ended,
-        request=request,
-    )
 
 
 class _ToolFailed(Exception):

@@ -8,15 +8,18 @@ summed over them, the wall time and why the run stopped.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from pytest_harness.errors import HarnessError
 from pytest_harness.orchestrator import trajectory
-from pytest_harness.response import ModelResponse, Usage
+from pytest_harness.response import ModelResponse, ToolCall, Usage
 
-StopReason: TypeAlias = Literal["done", "max_requests", "tool_error_limit", "aborted", "error"]
+StopReason: TypeAlias = Literal[
+    "done", "max_requests", "max_tool_rounds", "tool_error_limit", "aborted", "error"
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +47,24 @@ class ToolCallRecord:
     started: float
     ended: float
     request: int
+
+    @classmethod
+    def ended_now(
+        cls, call: ToolCall, request: int, result: str | None, error: str | None, started: float
+    ) -> ToolCallRecord:
+        """The record of ``call`` as it ends now (``started`` 0: it never started)."""
+        ended = time.time()
+        return cls(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            raw_arguments=call.raw_arguments,
+            result=result,
+            error=error,
+            started=started or ended,
+            ended=ended,
+            request=request,
+        )
 
     @property
     def ok(self) -> bool:
@@ -73,7 +94,8 @@ class Run:
         usage: tokens summed over this run's requests.
         cost: cost summed over the requests litellm could price, or None.
         wall_time: seconds from start to stop.
-        stop_reason: ``done`` (no more tool calls), ``max_requests``, ``tool_error_limit``,
+        stop_reason: ``done`` (no more tool calls), ``max_requests``, ``max_tool_rounds``
+            (tool calls asked for after the last allowed batch), ``tool_error_limit``,
             ``aborted`` or ``error`` (a model call failed: ``RunFailed`` carries this run).
     """
 

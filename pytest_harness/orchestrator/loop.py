@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_harness import scope
-from pytest_harness._aio import maybe_await, run_sync
-from pytest_harness.errors import ConfigError, HarnessStop, describe
+from pytest_harness._aio import run_sync
+from pytest_harness.errors import ConfigError
 from pytest_harness.orchestrator import messages, pipeline
-from pytest_harness.orchestrator.run import Run, RunFailed, StopReason, ToolCallRecord
-from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render
-from pytest_harness.response import ModelResponse, ToolCall
+from pytest_harness.orchestrator import middleware as builtin
+from pytest_harness.orchestrator.run import Run
+from pytest_harness.orchestrator.tools import Tool, as_tool
+from pytest_harness.orchestrator.turn import Turn
 
 MAX_REQUESTS_PER_TURN = 100
 TOOL_TIMEOUT = 60.0  # seconds, per tool call, unless the tool sets its own
@@ -44,7 +44,9 @@ class Orchestrator:
         tools: ``@tool`` functions, or plain typed functions (wrapped with ``tool``).
         system_prompt: sent first, on the first turn only.
         params: further litellm arguments for every request (``temperature``, ``api_base``).
-        middleware: the pipeline (default ``pipeline.DEFAULT``); the first is the outermost.
+        middleware: the pipeline, the first the outermost (default
+            ``orchestrator.middleware.defaults(limits=limits)``).
+        limits: ``UsageLimits`` of each run, with the default pipeline.
         on_content: called with each streamed text delta (turns streaming on).
         on_reasoning: called with each streamed reasoning delta (turns streaming on).
         on_tool_call_start: called once per batch, with ``[{"name", "arguments"}, ...]``,
@@ -71,6 +73,7 @@ class Orchestrator:
         *,
         params: Mapping[str, Any] | None = None,
         middleware: Sequence[pipeline.Middleware] | None = None,
+        limits: builtin.UsageLimits | None = None,
         on_content: Callback | None = None,
         on_reasoning: Callback | None = None,
         on_tool_call_start: Callback | None = None,
@@ -98,15 +101,22 @@ class Orchestrator:
             self.tools["question"] = messages.question_tool(on_question)
         self.system_prompt = system_prompt
         self.params = dict(params or {})
-        self.middleware = tuple(pipeline.DEFAULT if middleware is None else middleware)
+        if middleware is not None and limits is not None:
+            raise ConfigError(
+                "Orchestrator(limits=...) applies to the default pipeline; with your own "
+                "middleware, put a UsageLimits in the list (before count_usage)."
+            )
+        self.middleware = tuple(
+            builtin.defaults(limits=limits) if middleware is None else middleware
+        )
         self.messages: list[dict[str, Any]] = []
         self.on_content, self.on_reasoning = on_content, on_reasoning
         self.on_tool_call_start, self.on_tool_result = on_tool_call_start, on_tool_result
         self.tool_timeout = tool_timeout
         self.max_tool_errors = max_tool_errors
-        self._aborted = threading.Event()
+        self.abort_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._running: list[asyncio.Task[Any]] = []
+        self.running_tools: list[asyncio.Task[Any]] = []
 
     def run(self, message: str) -> Run:
         """Run one user turn to its end and return its trajectory (sync facade of ``arun``)."""
@@ -118,9 +128,9 @@ class Orchestrator:
         Raises:
             RunFailed: a model request failed (its ``run`` keeps the messages so far).
         """
-        self._aborted.clear()
+        self.abort_requested.clear()
         self._loop = asyncio.get_running_loop()
-        turn = _Turn(self, time.perf_counter())
+        turn = Turn(self, time.perf_counter())
         if not self.messages and self.system_prompt:
             self.messages.append({"role": "system", "content": self.system_prompt})
         self.messages.append({"role": "user", "content": message})
@@ -136,161 +146,14 @@ class Orchestrator:
         reason ``aborted``. A sync tool already running in its thread finishes there (a
         thread cannot be interrupted); its result is dropped.
         """
-        self._aborted.set()
+        self.abort_requested.set()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        for task in list(self._running):
+        for task in list(self.running_tools):
             loop.call_soon_threadsafe(task.cancel)
 
     @property
     def specs(self) -> list[dict[str, Any]]:
         """The OpenAI tool definitions offered to the model."""
         return [t.spec() for t in self.tools.values()]
-
-
-class _Turn:
-    """The state of one ``arun``: what it asked, what came back, why it stops."""
-
-    def __init__(self, agent: Orchestrator, started: float) -> None:
-        self.agent = agent
-        self.started = started
-        self.tally = pipeline.Tally()
-        self.calls: list[ToolCallRecord] = []
-        self.rounds = 0  # batches of tool calls run so far
-        self.response: ModelResponse | None = None
-        self.send = pipeline.compose(agent.middleware)
-
-    async def loop(self) -> Run:
-        agent = self.agent
-        while True:
-            if agent._aborted.is_set():
-                return self.stop("aborted")
-            if self.tally.requests >= agent.max_requests:
-                return self.stop("max_requests")
-            response = await self.request()
-            if not response.tool_calls:
-                return self.stop("done")
-            if self.last_round:
-                return self.stop("max_tool_rounds")
-            self.rounds += 1
-            records = await self.execute(response.tool_calls, self.tally.requests)
-            agent.messages += [messages.tool_result(record) for record in records]
-            if agent._aborted.is_set():
-                return self.stop("aborted")
-            if sum(not call.ok for call in self.calls) >= agent.max_tool_errors:
-                return self.stop("tool_error_limit")
-
-    async def request(self) -> ModelResponse:
-        agent = self.agent
-        call = pipeline.ModelCall(
-            model=agent.model,
-            messages=agent.messages,
-            tools=agent.specs,
-            params={**agent.params, **({"tool_choice": "none"} if self.last_round else {})},
-            stream=agent.on_content is not None or agent.on_reasoning is not None,
-            number=self.tally.requests + 1,
-            tally=self.tally,
-            on_content=agent.on_content,
-            on_reasoning=agent.on_reasoning,
-        )
-        try:
-            response = await self.send(call)
-        except HarnessStop:
-            raise  # a cassette miss, a spent budget: the test stops as it is
-        except Exception as error:
-            run = self.stop("error")
-            raise RunFailed(
-                f"request {call.number} of the run failed: {describe(error)}", run=run
-            ) from error
-        self.response = response
-        agent.messages.append(messages.assistant(response))
-        return response
-
-    async def execute(self, calls: Sequence[ToolCall], request: int) -> list[ToolCallRecord]:
-        """Run a batch concurrently; the records come back in the model's order."""
-        agent = self.agent
-        if agent.on_tool_call_start is not None:
-            batch = [{"name": c.name, "arguments": c.arguments} for c in calls]
-            await maybe_await(agent.on_tool_call_start(batch))
-        tasks = [asyncio.ensure_future(self.one(call, request)) for call in calls]
-        agent._running = tasks
-        if agent._aborted.is_set():  # aborted while the batch was announced
-            for task in tasks:
-                task.cancel()
-        try:
-            done = await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            agent._running = []
-        records = []
-        for outcome, call in zip(done, calls, strict=True):
-            if isinstance(outcome, asyncio.CancelledError):  # cancelled before it started
-                outcome = ToolCallRecord.ended_now(call, request, None, _ABORTED, 0.0)
-            elif isinstance(outcome, BaseException):  # a callback of the test raised
-                raise outcome
-            records.append(outcome)
-        self.calls += records
-        return records
-
-    async def one(self, call: ToolCall, request: int) -> ToolCallRecord:
-        started = time.time()
-        result: str | None = None
-        try:
-            result = await self.invoke(call)
-            error = None
-        except asyncio.CancelledError:
-            error = _ABORTED
-        except _ToolFailed as failure:
-            error = str(failure)
-        record = ToolCallRecord.ended_now(call, request, result, error, started)
-        if self.agent.on_tool_result is not None and not self.agent._aborted.is_set():
-            await maybe_await(self.agent.on_tool_result(call.name, record.sent))
-        return record
-
-    async def invoke(self, call: ToolCall) -> str:
-        found = self.agent.tools.get(call.name)
-        if found is None:
-            known = ", ".join(sorted(self.agent.tools)) or "none"
-            raise _ToolFailed(f"there is no tool named {call.name!r}; the tools are: {known}")
-        try:
-            arguments = found.arguments(call.raw_arguments)
-        except ToolArgumentError as error:
-            raise _ToolFailed(str(error)) from None
-        timeout = found.timeout if found.timeout is not None else self.agent.tool_timeout
-        try:
-            value = await asyncio.wait_for(found(**arguments), timeout)
-        except asyncio.TimeoutError:
-            raise _ToolFailed(f"tool {call.name!r} did not finish within {timeout:g} s") from None
-        except Exception as error:
-            raise _ToolFailed(f"tool {call.name!r} raised {describe(error)}") from None
-        return render(value)
-
-    @property
-    def last_round(self) -> bool:
-        """Whether the allowed batches of tool calls were all run."""
-        limit = self.agent.max_tool_rounds
-        return limit is not None and self.rounds >= limit
-
-    def stop(self, reason: StopReason) -> Run:
-        """The run as it ends, told to the scope's listeners (topic ``"run"``)."""
-        response = self.response
-        run = Run(
-            output=response.text if response is not None else "",
-            response=response,
-            messages=tuple(dict(m) for m in self.agent.messages),
-            tool_calls=tuple(self.calls),
-            requests=self.tally.requests,
-            usage=self.tally.usage,
-            cost=self.tally.cost,
-            wall_time=time.perf_counter() - self.started,
-            stop_reason=reason,
-        )
-        scope.emit("run", run)
-        return run
-
-
-_ABORTED = "aborted before the tool finished"
-
-
-class _ToolFailed(Exception):
-    """A tool call that ends as an error result for the model."""

@@ -6,11 +6,25 @@ ModelResponse``: it may read or change the ``ModelCall`` (the request env), must
 The innermost step is the model seam (``model.asend``), so cassettes, the degenerate-output
 check (the response check), usage and the embedded model apply to every request unchanged.
 
-Built in here: ``count_usage`` (tokens and cost of every request, on the call's ``tally``).
+A middleware may also:
+
+* stop the run by raising ``StopRun(reason)`` (before or after ``next``): the run ends with
+  that stop reason, its messages kept;
+* note what it did with ``call.event(kind, detail)`` (a retry, a compaction, a warning):
+  events are on the ``Run``, in its trajectory table and in the report;
+* hear of the run and its tools by defining any of ``run_started(agent)``,
+  ``run_ended(agent, run)``, ``tool_started(call, request) -> token`` and
+  ``tool_ended(token, record)`` (tracing and sessions do).
+
+``call.messages`` is the conversation itself: a middleware that changes it for good (a
+compaction) changes it in place; one that changes only this request assigns a new list.
+
+The built-in middleware live in ``orchestrator/middleware/``, one module each.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -38,6 +52,32 @@ class Tally:
         )
 
 
+class StopRun(Exception):
+    """Raised by a middleware to end the run with ``reason`` (its messages are kept)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """Something a middleware did during a run (shown in the trajectory and the report).
+
+    Attributes:
+        request: the request it happened at (1 for the first).
+        kind: a short name: ``retry``, ``compaction``, ``doom_loop``, ``invalid_response``...
+        detail: one line saying what happened.
+        at: ``time.time()`` when it happened.
+    """
+
+    request: int
+    kind: str
+    detail: str
+    at: float
+
+
 @dataclass
 class ModelCall:
     """One model request of a run (the env the middleware see).
@@ -51,6 +91,8 @@ class ModelCall:
         number: 1 for the run's first request.
         tally: the run's totals so far.
         metadata: free room for middleware.
+        agent: the ``Orchestrator`` making the request (its session, name, model).
+        events: the run's events so far (``event`` adds one).
     """
 
     model: str
@@ -63,6 +105,14 @@ class ModelCall:
     on_content: TokenCallback | None = None
     on_reasoning: TokenCallback | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    agent: Any = None
+    events: list[RunEvent] = field(default_factory=list)
+
+    def event(self, kind: str, detail: str) -> RunEvent:
+        """Note that a middleware did something at this request."""
+        happened = RunEvent(self.number, kind, detail, time.time())
+        self.events.append(happened)
+        return happened
 
 
 Next: TypeAlias = Callable[[ModelCall], Awaitable[ModelResponse]]
@@ -81,22 +131,6 @@ async def send(call: ModelCall) -> ModelResponse:
     return await model.asend(built, on_token=call.on_content, on_reasoning=call.on_reasoning)
 
 
-async def count_usage(call: ModelCall, next: Next) -> ModelResponse:
-    """Add each request's tokens and cost to the run's tally."""
-    call.tally.requests += 1
-    response = await next(call)
-    tally = call.tally
-    tally.prompt_tokens += response.usage.prompt_tokens
-    tally.completion_tokens += response.usage.completion_tokens
-    tally.total_tokens += response.usage.total_tokens
-    if response.cost is not None:
-        tally.cost = (tally.cost or 0.0) + response.cost
-    return response
-
-
-DEFAULT: tuple[Middleware, ...] = (count_usage,)
-
-
 def compose(middleware: Sequence[Middleware], innermost: Next = send) -> Next:
     """One callable running ``middleware`` in order (the first is the outermost)."""
     handler = innermost
@@ -110,3 +144,8 @@ def _wrap(layer: Middleware, inner: Next) -> Next:
         return await layer(call, inner)
 
     return step
+
+
+def hooks(middleware: Sequence[Any], name: str) -> list[Callable[..., Any]]:
+    """The middleware's ``name`` hooks (``run_started``...), outermost first."""
+    return [hook for layer in middleware if (hook := getattr(layer, name, None)) is not None]

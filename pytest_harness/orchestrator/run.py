@@ -15,10 +15,18 @@ from typing import Any, Literal, TypeAlias
 
 from pytest_harness.errors import HarnessError
 from pytest_harness.orchestrator import trajectory
+from pytest_harness.orchestrator.pipeline import RunEvent
 from pytest_harness.response import ModelResponse, ToolCall, Usage
 
 StopReason: TypeAlias = Literal[
-    "done", "max_requests", "max_tool_rounds", "tool_error_limit", "aborted", "error"
+    "done",
+    "max_requests",
+    "max_tool_rounds",
+    "tool_error_limit",
+    "doom_loop",
+    "usage_limit",
+    "aborted",
+    "error",
 ]
 
 
@@ -96,7 +104,9 @@ class Run:
         wall_time: seconds from start to stop.
         stop_reason: ``done`` (no more tool calls), ``max_requests``, ``max_tool_rounds``
             (tool calls asked for after the last allowed batch), ``tool_error_limit``,
+            ``doom_loop`` (the same tool call again after a warning), ``usage_limit``,
             ``aborted`` or ``error`` (a model call failed: ``RunFailed`` carries this run).
+        events: what the middleware did (retries, compactions, warnings), in order.
     """
 
     output: str
@@ -108,6 +118,7 @@ class Run:
     cost: float | None
     wall_time: float
     stop_reason: StopReason
+    events: tuple[RunEvent, ...] = ()
 
     def calls_of(self, name: str) -> list[ToolCallRecord]:
         """The calls of the tool ``name``, in order."""

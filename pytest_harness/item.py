@@ -151,6 +151,7 @@ class ItemRun:
             degenerate=test.degenerate,
             model=test.model,
             timeout=test.timeout,
+            replay=test.record == "none" and run.slot is not None,
             test_id=item.nodeid,
             call_hooks=(route.LocalRoute(live=live), *filter(None, [run.slot])),
             listeners=(run.listen,),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -90,6 +91,7 @@ def run_property(run: Any, test: str | None) -> tuple[str, str]:
         "tokens": run.usage.total_tokens,
         "cost": run.cost,
         "time": round(run.wall_time, 3),
+        "events": dict(Counter(event.kind for event in run.events)),
     }
     return RUN_PROPERTY, json.dumps(data, sort_keys=True)
 
@@ -102,13 +104,14 @@ def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
             r["tool_errors"],
             r["requests"],
             r["stop_reason"],
+            ", ".join(f"{kind} x{n}" for kind, n in (r.get("events") or {}).items()) or "-",
             r["tokens"],
             _money(r["cost"]),
             _seconds(r["time"]),
         ]
         for r in records
     ]
-    headers = ["test", "tools", "errors", "requests", "stop", "tokens", "cost", "time"]
+    headers = ["test", "tools", "errors", "requests", "stop", "events", "tokens", "cost", "time"]
     return tabulate(rows, headers=headers)
 
 

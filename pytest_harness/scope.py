@@ -55,6 +55,8 @@ class Scope:
         retries: when set, the provider SDK's retry count (0 in replay: a miss must not hide
             behind retries).
         timeout: per-call HTTP timeout in seconds, unless the call passes its own.
+        replay: whether model calls are answered from cassettes only (no recording): what
+            a retry would ask again is what was recorded, so retrying is pointless.
         test_id: the pytest node id of the running test, for messages.
         listeners: called as ``listener(topic, payload)`` by ``emit``.
         call_hooks: call-time behaviour, applied in order (embedded-model route, cassette).
@@ -64,6 +66,7 @@ class Scope:
     model: str | None = None
     retries: int | None = None
     timeout: float | None = None
+    replay: bool = False
     test_id: str | None = None
     listeners: tuple[Listener, ...] = ()
     call_hooks: tuple[CallHook, ...] = ()

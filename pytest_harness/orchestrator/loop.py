@@ -47,6 +47,8 @@ class Orchestrator:
         middleware: the pipeline, the first the outermost (default
             ``orchestrator.middleware.defaults(limits=limits)``).
         limits: ``UsageLimits`` of each run, with the default pipeline.
+        reasoning: the reasoning effort of every request (``"low"``...), with the default
+            pipeline (litellm's ``reasoning_effort``).
         on_content: called with each streamed text delta (turns streaming on).
         on_reasoning: called with each streamed reasoning delta (turns streaming on).
         on_tool_call_start: called once per batch, with ``[{"name", "arguments"}, ...]``,
@@ -74,6 +76,7 @@ class Orchestrator:
         params: Mapping[str, Any] | None = None,
         middleware: Sequence[pipeline.Middleware] | None = None,
         limits: builtin.UsageLimits | None = None,
+        reasoning: builtin.Effort | None = None,
         on_content: Callback | None = None,
         on_reasoning: Callback | None = None,
         on_tool_call_start: Callback | None = None,
@@ -101,14 +104,7 @@ class Orchestrator:
             self.tools["question"] = messages.question_tool(on_question)
         self.system_prompt = system_prompt
         self.params = dict(params or {})
-        if middleware is not None and limits is not None:
-            raise ConfigError(
-                "Orchestrator(limits=...) applies to the default pipeline; with your own "
-                "middleware, put a UsageLimits in the list (before count_usage)."
-            )
-        self.middleware = tuple(
-            builtin.defaults(limits=limits) if middleware is None else middleware
-        )
+        self.middleware = _pipeline(middleware, limits=limits, reasoning=reasoning)
         self.messages: list[dict[str, Any]] = []
         self.on_content, self.on_reasoning = on_content, on_reasoning
         self.on_tool_call_start, self.on_tool_result = on_tool_call_start, on_tool_result
@@ -157,3 +153,16 @@ class Orchestrator:
     def specs(self) -> list[dict[str, Any]]:
         """The OpenAI tool definitions offered to the model."""
         return [t.spec() for t in self.tools.values()]
+
+
+def _pipeline(middleware: Sequence[Any] | None, **options: Any) -> tuple[Any, ...]:
+    """The orchestrator's pipeline: ``middleware``, or the defaults with ``options``."""
+    if middleware is None:
+        return tuple(builtin.defaults(**options))
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise ConfigError(
+            f"Orchestrator({given[0]}=...) applies to the default pipeline; with your own "
+            f"middleware, pass it to the list: middleware=[*defaults({given[0]}=...), ...]."
+        )
+    return tuple(middleware)

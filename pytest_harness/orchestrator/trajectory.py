@@ -45,6 +45,19 @@ class Call(Protocol):
 C = TypeVar("C", bound=Call)
 
 
+class Event(Protocol):
+    """What the table reads of a middleware event (``pipeline.RunEvent`` has it)."""
+
+    @property
+    def request(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def detail(self) -> str: ...
+
+
 class Run(Protocol[C]):
     """What the assertions read of a run (``run.Run`` has it)."""
 
@@ -59,6 +72,9 @@ class Run(Protocol[C]):
 
     @property
     def tools_called(self) -> list[str]: ...
+
+    @property
+    def events(self) -> Sequence[Event]: ...
 
     def calls_of(self, name: str) -> list[C]: ...
 
@@ -143,22 +159,32 @@ def _message(run: Run[Any], problem: str) -> str:
 
 
 def table(run: Run[Any]) -> str:
-    """The trajectory: one row per tool call (request, tool, arguments, result or error, time)."""
+    """The trajectory: one row per tool call (request, tool, arguments, result or error, time)
+    and per middleware event (a retry, a compaction, a warning: its kind in brackets)."""
     from pytest_harness.report import tabulate
 
-    if not run.tool_calls:
+    if not run.tool_calls and not run.events:
         return "(no tool calls)"
     rows = [
-        [
+        (event.request, 0, [event.request, f"[{event.kind}]", "", _clip(event.detail), ""])
+        for event in run.events
+    ] + [
+        (
             call.request,
-            call.name,
-            _clip(call.raw_arguments),
-            _clip(call.result if call.ok else f"ERROR {call.error}"),
-            f"{call.seconds:.2f}s",
-        ]
+            1,
+            [
+                call.request,
+                call.name,
+                _clip(call.raw_arguments),
+                _clip(call.result if call.ok else f"ERROR {call.error}"),
+                f"{call.seconds:.2f}s",
+            ],
+        )
         for call in run.tool_calls
     ]
-    return tabulate(rows, headers=["request", "tool", "arguments", "result or error", "time"])
+    rows.sort(key=lambda row: row[:2])  # stable: events of a request before its tool calls
+    headers = ["request", "tool", "arguments", "result or error", "time"]
+    return tabulate([row for _, _, row in rows], headers=headers)
 
 
 def _clip(text: str | None) -> str:

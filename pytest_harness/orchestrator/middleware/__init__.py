@@ -13,19 +13,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_harness.orchestrator.middleware.reasoning import Effort, Reasoning
 from pytest_harness.orchestrator.middleware.usage import UsageLimits, count_usage
 
-__all__ = ["UsageLimits", "count_usage", "defaults"]
+__all__ = ["Effort", "Reasoning", "UsageLimits", "count_usage", "defaults"]
 
 
-def defaults(*, limits: UsageLimits | None = None) -> list[Any]:
+def defaults(*, limits: UsageLimits | None = None, reasoning: Effort | None = None) -> list[Any]:
     """The default stack, outermost first.
 
     Args:
         limits: usage limits of each run (none by default).
+        reasoning: the reasoning effort of every request (the model's own by default).
     """
     stack: list[Any] = []
     if limits is not None:
         stack.append(limits)
     stack.append(count_usage)
+    if reasoning is not None:
+        stack.append(Reasoning(reasoning))
     return stack

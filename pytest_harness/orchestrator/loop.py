@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from pytest_harness._aio import run_sync
 from pytest_harness.errors import ConfigError
 from pytest_harness.orchestrator import messages, pipeline
 from pytest_harness.orchestrator import middleware as builtin
+from pytest_harness.orchestrator import subagents as subagents_
 from pytest_harness.orchestrator.run import Run
 from pytest_harness.orchestrator.tools import Tool, as_tool
 from pytest_harness.orchestrator.turn import Turn
@@ -65,6 +67,14 @@ class Orchestrator:
             sent with ``tool_choice="none"``, so the model answers from what its tools
             returned (a model that calls tools anyway stops the run: ``max_tool_rounds``).
             None (the default): no limit but ``max_requests``.
+        session: keep the conversation in a session of this id: saved around every
+            request, and continued when the store already holds it (in this process or a
+            later one).
+        store: the ``SessionStore`` (or its path; ``":memory:"`` possible) of ``session``;
+            default ``.harness/sessions.sqlite3``.
+        resume: the session must exist already (``UnknownSession`` otherwise).
+        subagents: offer the built-in ``delegate`` tool, which runs a child orchestrator
+            on a sub-task (``children`` lists them; see ``orchestrator.subagents``).
     """
 
     def __init__(
@@ -86,6 +96,10 @@ class Orchestrator:
         max_tool_errors: int = MAX_TOOL_ERRORS,
         max_requests: int = MAX_REQUESTS_PER_TURN,
         max_tool_rounds: int | None = None,
+        session: str | None = None,
+        store: Any = None,
+        resume: bool = False,
+        subagents: bool = False,
     ) -> None:
         if not 1 <= max_requests <= MAX_REQUESTS_PER_TURN:
             raise ConfigError(
@@ -113,6 +127,13 @@ class Orchestrator:
         self.abort_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.running_tools: list[asyncio.Task[Any]] = []
+        self.children: list[subagents_.SubagentEntry] = []
+        self.session_id: str | None = None
+        self.store: Any = None
+        if session is not None or store is not None or resume or subagents:
+            self._open_session(session, store, resume=resume)
+        if subagents:
+            self.tools["delegate"] = subagents_.delegate_tool(self)
 
     def run(self, message: str) -> Run:
         """Run one user turn to its end and return its trajectory (sync facade of ``arun``)."""
@@ -143,11 +164,29 @@ class Orchestrator:
         thread cannot be interrupted); its result is dropped.
         """
         self.abort_requested.set()
+        for child in self.children:
+            if child.status == "running":
+                child.agent.abort()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         for task in list(self.running_tools):
             loop.call_soon_threadsafe(task.cancel)
+
+    def _open_session(self, session: str | None, store: Any, *, resume: bool) -> None:
+        """Keep the conversation in ``store`` under ``session``; continue it if saved."""
+        from pytest_harness.orchestrator import sessions
+        from pytest_harness.orchestrator.middleware.session import SessionRecorder
+
+        if not isinstance(store, sessions.SessionStore):
+            store = sessions.SessionStore(sessions.DEFAULT_PATH if store is None else store)
+        self.store, self.session_id = store, session or f"session-{uuid.uuid4().hex[:12]}"
+        if resume or store.exists(self.session_id):
+            self.messages = store.load(self.session_id)  # UnknownSession names the known ids
+        # Inside tracing (its chat spans cover the saves), outside the rest (notes first).
+        outer = [m for m in self.middleware[:1] if isinstance(m, builtin.Tracing)]
+        rest = self.middleware[len(outer) :]
+        self.middleware = (*outer, SessionRecorder(store, self.session_id), *rest)
 
     @property
     def specs(self) -> list[dict[str, Any]]:

@@ -44,6 +44,11 @@ class Turn:
             return await self.turns()
         except pipeline.StopRun as stop:
             return await self.stop(stop.reason)  # type: ignore[arg-type]
+        except RunFailed:
+            raise  # its run ended already (``request``)
+        except BaseException:  # a cassette miss, a callback that raised: the run ends here
+            await self.stop("error", told=False)
+            raise
 
     async def turns(self) -> Run:
         agent = self.agent
@@ -160,8 +165,10 @@ class Turn:
         limit = self.agent.max_tool_rounds
         return limit is not None and self.rounds >= limit
 
-    async def stop(self, reason: StopReason) -> Run:
-        """The run as it ends, told to the middleware and the scope's listeners."""
+    async def stop(self, reason: StopReason, *, told: bool = True) -> Run:
+        """The run as it ends, told to the middleware (a session saves it, a trace ends)
+        and, unless an exception ends the test's call (``told=False``), to the scope's
+        listeners."""
         response = self.response
         run = Run(
             output=response.text if response is not None else "",
@@ -177,7 +184,8 @@ class Turn:
         )
         for hook in reversed(pipeline.hooks(self.agent.middleware, "run_ended")):
             await maybe_await(hook(self.agent, run))
-        scope.emit("run", run)
+        if told:
+            scope.emit("run", run)
         return run
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_harness.orchestrator.middleware.reasoning import Effort, Reasoning
+from pytest_harness.orchestrator.middleware.tracing import Tracing
 from pytest_harness.orchestrator.middleware.usage import UsageLimits, count_usage
 
-__all__ = ["Effort", "Reasoning", "UsageLimits", "count_usage", "defaults"]
+__all__ = ["Effort", "Reasoning", "Tracing", "UsageLimits", "count_usage", "defaults"]
 
 
 def defaults(*, limits: UsageLimits | None = None, reasoning: Effort | None = None) -> list[Any]:
@@ -26,7 +27,7 @@ def defaults(*, limits: UsageLimits | None = None, reasoning: Effort | None = No
         limits: usage limits of each run (none by default).
         reasoning: the reasoning effort of every request (the model's own by default).
     """
-    stack: list[Any] = []
+    stack: list[Any] = [Tracing()]  # a no-op without opentelemetry, importing nothing
     if limits is not None:
         stack.append(limits)
     stack.append(count_usage)

@@ -12,7 +12,12 @@ Every error names what went wrong and what to do about it. The tree::
     ├── AllAgentsFailed                     every judge failed (or more than ``may_fail``)
     ├── CassetteError                       a cassette cannot be read or written safely
     ├── NetworkBlocked (also ConnectionError)  replay mode refused an outbound connection
-    └── LocalModelError                     the embedded model cannot be installed or started
+    ├── LocalModelError                     the embedded model cannot be installed or started
+    ├── RunFailed                           an orchestrator request failed (its run is kept)
+    ├── RetriesExhausted                    a transient provider error outlasted the retries
+    ├── CompactionFailed                    the summary call of a compaction failed
+    ├── SessionStoreError                   a session store is corrupt, locked or not one
+    └── UnknownSession (also LookupError)   no session with that id
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request

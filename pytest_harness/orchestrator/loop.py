@@ -177,16 +177,23 @@ class Orchestrator:
         """Keep the conversation in ``store`` under ``session``; continue it if saved."""
         from pytest_harness.orchestrator import sessions
         from pytest_harness.orchestrator.middleware.session import SessionRecorder
+        from pytest_harness.orchestrator.middleware.session import resume as saved_messages
 
         if not isinstance(store, sessions.SessionStore):
             store = sessions.SessionStore(sessions.DEFAULT_PATH if store is None else store)
         self.store, self.session_id = store, session or f"session-{uuid.uuid4().hex[:12]}"
         if resume or store.exists(self.session_id):
-            self.messages = store.load(self.session_id)  # UnknownSession names the known ids
-        # Inside tracing (its chat spans cover the saves), outside the rest (notes first).
-        outer = [m for m in self.middleware[:1] if isinstance(m, builtin.Tracing)]
-        rest = self.middleware[len(outer) :]
-        self.middleware = (*outer, SessionRecorder(store, self.session_id), *rest)
+            # UnknownSession names the known ids; a crash's unanswered tool calls get errors.
+            self.messages = saved_messages(store, self.session_id)
+        # After tracing and limits (a refused request leaves the notes waiting), before the
+        # rest: one save per request, of the conversation as compacted.
+        outer = 0
+        while outer < len(self.middleware) and isinstance(
+            self.middleware[outer], builtin.Tracing | builtin.UsageLimits
+        ):
+            outer += 1
+        recorder = SessionRecorder(store, self.session_id)
+        self.middleware = (*self.middleware[:outer], recorder, *self.middleware[outer:])
 
     @property
     def specs(self) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ Only the standard library is imported here.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -237,6 +238,11 @@ class _Server(ThreadingHTTPServer):
     # The default listen backlog of 5 drops the rest of a burst of new connections (a panel
     # of 16 judges on a fresh event loop), and their clients retry a second later.
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when the client hung up first (it timed out, or its call was cancelled)."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:

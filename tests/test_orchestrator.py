@@ -164,7 +164,8 @@ def test_a_raising_tool_and_a_hanging_tool_become_error_results(server: Loopback
 
 
 def test_a_model_that_never_stops_calling_tools_meets_the_cap(server: LoopbackServer) -> None:
-    server.handler = lambda body: calls(("lookup", {"order": "A-1"}))
+    # A new order each time: the same call again and again would be a doom loop instead.
+    server.handler = lambda body: calls(("lookup", {"order": f"A-{len(body['messages'])}"}))
     run = agent(server).run("loop forever")
     assert run.stop_reason == "max_requests"
     assert run.requests == MAX_REQUESTS_PER_TURN

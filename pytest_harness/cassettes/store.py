@@ -30,6 +30,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
+from pytest_harness import scope
 from pytest_harness.cassettes import files, matching, patching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss, describe
 
@@ -43,6 +44,13 @@ _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all":
 Watcher = Callable[[Any, Mapping[str, Any], bool], None]
 # gate(request): called before a request goes to the real server; raises to refuse it.
 Gate = Callable[[Any], None]
+
+
+# Answers that say "try again" (rate limits, timeouts, server faults) to the harness's own
+# model calls are not recorded: the harness owns their retries and never retries in replay,
+# so a cassette holds the answer a retried request got in the end, not the fault before it.
+# The application's traffic is recorded as it is, faults included (its SDK retries replay).
+TRANSIENT = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
 class HarnessCassette(Cassette):  # type: ignore[misc]
@@ -89,8 +97,10 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             before_record_request=lambda request: (
                 None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
             ),
-            before_record_response=lambda response: scrub.redact_response(
-                _decoded(response), redaction
+            before_record_response=lambda response: (
+                None
+                if response["status"]["code"] in TRANSIENT and scope.in_seam_call()
+                else scrub.redact_response(_decoded(response), redaction)
             ),
         )
 
@@ -163,11 +173,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         except CassetteNotFoundError:
             return
         for request, response in zip(requests, responses, strict=True):
-            # The redaction filters also run on load: they are idempotent.
-            self.data.append(
-                (self._before_record_request(request), self._before_record_response(response))
-            )
-            self._remember(len(self.data) - 1)
+            # The filters also run on load: they are idempotent.
+            kept = self._before_record_response(response)
+            if kept is not None:
+                self.data.append((self._before_record_request(request), kept))
+                self._remember(len(self.data) - 1)
         self._old_interactions = list(self.data)
         self._loaded_count = len(self.data)
         self._metadata = metadata

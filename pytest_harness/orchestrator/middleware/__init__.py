@@ -7,17 +7,42 @@ a test or an application can add to it or take from it::
     Orchestrator("openai/gpt-4o-mini", tools, middleware=stack)
 
 The first middleware is the outermost (it sees the request first and the response last).
+The default order: ``Tracing`` (one span per request, retries as its events), the usage
+limits (a refused request sends and counts nothing), ``DoomLoop`` and ``Compaction`` (they
+read and change the conversation itself; a retry re-sends the compacted request),
+``Reasoning`` when asked for, ``count_usage`` (one logical request), ``Validation`` (asks
+again after an empty or cut-off response) and ``Retry`` (transient faults, innermost, so
+each re-ask has its own attempts). An ``Orchestrator`` with a session puts its
+``SessionRecorder`` right after tracing and the limits.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pytest_harness.orchestrator.middleware.compaction import Compaction
+from pytest_harness.orchestrator.middleware.doom_loop import DoomLoop
 from pytest_harness.orchestrator.middleware.reasoning import Effort, Reasoning
+from pytest_harness.orchestrator.middleware.retry import RetriesExhausted, Retry
+from pytest_harness.orchestrator.middleware.tokens import CompactionFailed
 from pytest_harness.orchestrator.middleware.tracing import Tracing
 from pytest_harness.orchestrator.middleware.usage import UsageLimits, count_usage
+from pytest_harness.orchestrator.middleware.validation import Validation
 
-__all__ = ["Effort", "Reasoning", "Tracing", "UsageLimits", "count_usage", "defaults"]
+__all__ = [
+    "Compaction",
+    "CompactionFailed",
+    "DoomLoop",
+    "Effort",
+    "Reasoning",
+    "RetriesExhausted",
+    "Retry",
+    "Tracing",
+    "UsageLimits",
+    "Validation",
+    "count_usage",
+    "defaults",
+]
 
 
 def defaults(*, limits: UsageLimits | None = None, reasoning: Effort | None = None) -> list[Any]:
@@ -29,8 +54,9 @@ def defaults(*, limits: UsageLimits | None = None, reasoning: Effort | None = No
     """
     stack: list[Any] = [Tracing()]  # a no-op without opentelemetry, importing nothing
     if limits is not None:
-        stack.append(limits)
-    stack.append(count_usage)
+        stack.append(limits)  # before anything is sent or counted
+    stack += [DoomLoop(), Compaction()]  # they read and change the whole conversation
     if reasoning is not None:
         stack.append(Reasoning(reasoning))
+    stack += [count_usage, Validation(), Retry()]  # one logical request; its attempts inside
     return stack

@@ -8,7 +8,10 @@
    recorded into a cassette, then replayed: (a) by the orchestrator; (b) request by request
    through the bare seam (``model.request`` + ``model.asend``, same messages and tools), the
    floor. Runs alternate; per request, the medians of (a) and (b) and their difference.
-   Target: at most 1 ms per request.
+   The loop runs with the bare pipeline (``count_usage`` only). Target: at most 1 ms.
+3. Middleware. The same replay by the orchestrator with the default middleware stack
+   (tracing, doom loop, compaction, usage, validation, retry) against the bare pipeline.
+   Target: at most 0.5 ms per request.
 
 Run::
 
@@ -34,6 +37,7 @@ from tabulate import tabulate
 from pytest_harness import model, scope
 from pytest_harness.cassettes.slot import CassetteSlot
 from pytest_harness.orchestrator.loop import Orchestrator
+from pytest_harness.orchestrator.middleware import count_usage
 from pytest_harness.orchestrator.tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
@@ -109,13 +113,19 @@ def replayed(path: Path, work: Any) -> float:
             slot.close(keep=False)
 
 
-def overhead(rounds: int) -> tuple[list[float], list[float]]:
+def overhead(rounds: int) -> tuple[list[float], list[float], list[float]]:
+    """Per-request seconds: the bare loop, the bare seam, the loop with the default stack."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "run.yaml"
         params, sent = record(path)
         specs = [ping.spec()]
 
         def orchestrated() -> None:
+            Orchestrator("openai/loopback", [ping], params=params, middleware=[count_usage]).run(
+                "go"
+            )
+
+        def defaults() -> None:
             Orchestrator("openai/loopback", [ping], params=params).run("go")
 
         def bare() -> None:
@@ -126,13 +136,16 @@ def overhead(rounds: int) -> tuple[list[float], list[float]]:
 
             asyncio.run(all_requests())
 
-        loop_times, seam_times = [], []
-        replayed(path, orchestrated), replayed(path, bare)  # warm-up
+        loop_times: list[float] = []
+        seam_times: list[float] = []
+        stack_times: list[float] = []
+        works = [(loop_times, orchestrated), (seam_times, bare), (stack_times, defaults)]
+        for _, work in works:
+            replayed(path, work)  # warm-up
         for round_ in range(rounds):
-            pair = [(loop_times, orchestrated), (seam_times, bare)]
-            for times, work in pair if round_ % 2 else reversed(pair):
+            for times, work in works[round_ % 3 :] + works[: round_ % 3]:
                 times.append(replayed(path, work))
-    return loop_times, seam_times
+    return loop_times, seam_times, stack_times
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Tool batches (each tool sleeps {NAP} s); targets: 8 tools <= 0.6 s, <= 1.2x one")
     print(tabulate(rows, headers=["tool", "1 tool (s)", "8 tools (s)", "ratio", "verdict"]))
 
-    loop_times, seam_times = overhead(rounds)
+    loop_times, seam_times, stack_times = overhead(rounds)
     loop_ms = statistics.median(loop_times) * 1000
     seam_ms = statistics.median(seam_times) * 1000
     extra = loop_ms - seam_ms
@@ -163,6 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("rounds (ms/request), orchestrator:", ", ".join(f"{t * 1000:.2f}" for t in loop_times))
     print("rounds (ms/request), bare seam:   ", ", ".join(f"{t * 1000:.2f}" for t in seam_times))
+    stack_ms = statistics.median(stack_times) * 1000
+    added = stack_ms - loop_ms
+    print(f"\nDefault middleware stack over the bare loop ({rounds} rounds, median ms/request)")
+    print(
+        tabulate(
+            [
+                [
+                    f"{stack_ms:.3f}",
+                    f"{loop_ms:.3f}",
+                    f"{added:.3f}",
+                    "OK" if added <= 0.5 else "OVER",
+                ]
+            ],
+            headers=["default stack", "bare loop (floor)", "added", "target <= 0.5 ms"],
+        )
+    )
+    print("rounds (ms/request), default stack:", ", ".join(f"{t * 1000:.2f}" for t in stack_times))
     return 0
 
 

@@ -74,6 +74,9 @@ def test_delegate_runs_a_child_and_returns_its_answer(server: LoopbackServer) ->
     offered = [t["function"]["name"] for t in child_requests[0]["tools"]]
     assert offered == ["lookup"]  # no delegate: children do not spawn children
     assert agent.store.load(child.session_id) == list(child.agent.messages)
+    before = child.snapshot()
+    assert SubagentProbe().peek(child, "What did you find?") == "Checking A-1."  # finished
+    assert child.snapshot() == before
 
 
 def test_a_probe_peeks_without_touching_the_child(server: LoopbackServer) -> None:

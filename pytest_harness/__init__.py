@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from pytest_harness.fixture import Harness
     from pytest_harness.model import acomplete, complete
     from pytest_harness.orchestrator.loop import Orchestrator
+    from pytest_harness.orchestrator.middleware.usage import UsageLimits
+    from pytest_harness.orchestrator.probe import SubagentProbe
     from pytest_harness.orchestrator.run import Run, RunFailed
+    from pytest_harness.orchestrator.sessions import SessionStore, SessionStoreError, UnknownSession
     from pytest_harness.orchestrator.tools import tool
     from pytest_harness.response import ModelResponse, ToolCall, Usage
     from pytest_harness.tribunal.assertions import assert_verdict
@@ -68,9 +71,14 @@ __all__ = [
     "Result",
     "Run",
     "RunFailed",
+    "SessionStore",
+    "SessionStoreError",
+    "SubagentProbe",
     "ToolCall",
     "Tribunal",
+    "UnknownSession",
     "Usage",
+    "UsageLimits",
     "Verdict",
     "acomplete",
     "assert_verdict",
@@ -88,6 +96,11 @@ _HOME = {
     "Orchestrator": "orchestrator.loop",
     "Run": "orchestrator.run",
     "RunFailed": "orchestrator.run",
+    "SubagentProbe": "orchestrator.probe",
+    "SessionStore": "orchestrator.sessions",
+    "SessionStoreError": "orchestrator.sessions",
+    "UnknownSession": "orchestrator.sessions",
+    "UsageLimits": "orchestrator.middleware.usage",
     "tool": "orchestrator.tools",
     "ModelResponse": "response",
     "ToolCall": "response",

@@ -72,6 +72,7 @@ class ModelResponse:
         usage: token counts.
         cost: USD cost when litellm knows the model's price, else None.
         model: the model the call was made with.
+        id: the provider's id of the response, when it gave one (not compared).
         latency_s: wall time of the call (not compared: replays differ only in it).
     """
 
@@ -83,6 +84,7 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     model: str = ""
+    id: str | None = field(default=None, compare=False)
     latency_s: float = field(default=0.0, compare=False)
 
     @property
@@ -122,6 +124,7 @@ def read_completion(
         usage=usage,
         cost=cost(usage),
         model=model,
+        id=_id(data),
         latency_s=time.perf_counter() - started,
     )
 
@@ -158,8 +161,14 @@ def read_stream(
         usage=counted,
         cost=cost(counted),
         model=model,
+        id=next(filter(None, map(_id, chunks)), None),
         latency_s=time.perf_counter() - started,
     )
+
+
+def _id(data: Mapping[str, Any]) -> str | None:
+    value = data.get("id")
+    return value if isinstance(value, str) and value else None
 
 
 def _usage(data: Mapping[str, Any] | None) -> Usage:

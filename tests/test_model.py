@@ -310,3 +310,10 @@ def test_cost_of_a_model_litellm_has_a_price_for(server: LoopbackServer, stream:
     assert response.cost == pytest.approx(
         usage.prompt_tokens * 0.15e-6 + usage.completion_tokens * 0.6e-6
     )
+
+
+def test_the_providers_response_id_is_kept(server: LoopbackServer) -> None:
+    server.queue(Reply(content="plain"), Reply(content="streamed"))
+    plain = complete("hi", model=server.model, **server.params)
+    streamed = complete("hi", model=server.model, stream=True, **server.params)
+    assert (plain.id, streamed.id) == ("chatcmpl-loopback-1", "chatcmpl-loopback-2")

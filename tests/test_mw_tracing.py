@@ -143,6 +143,7 @@ def test_a_run_is_an_agent_span_over_its_requests_and_tools(
             "gen_ai.request.temperature": 0.2,
             "gen_ai.request.seed": 7,
             "gen_ai.response.model": "openai/loopback",
+            "gen_ai.response.id": f"chatcmpl-loopback-{number}",
             "gen_ai.usage.input_tokens": sent["prompt_tokens"],
             "gen_ai.usage.output_tokens": sent["completion_tokens"],
             "gen_ai.response.finish_reasons": (reply.finish,),

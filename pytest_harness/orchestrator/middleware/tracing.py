@@ -281,10 +281,8 @@ def _response_attributes(response: ModelResponse) -> Attributes:
     }
     if response.finish_reason is not None:
         attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
-    # The provider's response id, once ModelResponse keeps it.
-    response_id = getattr(response, "id", None)
-    if isinstance(response_id, str) and response_id:
-        attributes["gen_ai.response.id"] = response_id
+    if response.id is not None:
+        attributes["gen_ai.response.id"] = response.id
     if response.cost is not None:
         attributes["pytest_harness.cost"] = response.cost
     return attributes

@@ -28,6 +28,7 @@ class Harness:
         self.test_id = test_id
         self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
         self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
+        self.transcripts: list[Any] = []  # and as simulated conversations end
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

@@ -219,8 +219,8 @@ class ItemRun:
         """Report what the test's features did (a listener of its scope)."""
         if topic == "response":
             self.watch.harness_response(payload)
-        elif topic == "run":
-            self._report_run(payload)
+        elif topic in ("run", "transcript"):
+            self._report_agent(topic, payload)
         if topic != "tribunal":
             return
         from pytest_harness import report
@@ -232,12 +232,17 @@ class ItemRun:
         if self.harness is not None:
             self.harness.tribunals.append(tribunal)
 
-    def _report_run(self, run: Any) -> None:
-        from pytest_harness import report
+    def _report_agent(self, topic: str, payload: Any) -> None:
+        """An orchestrator run or a simulated conversation: a row of the report."""
+        from pytest_harness import report_runs
 
-        self.item.user_properties.append(report.run_property(run, self.item.nodeid))
+        nodeid = self.item.nodeid
+        if topic == "run":
+            self.item.user_properties.append(report_runs.run_property(payload, nodeid))
+        else:
+            self.item.user_properties.append(report_runs.transcript_property(payload, nodeid))
         if self.harness is not None:
-            self.harness.runs.append(run)
+            (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
 
     def blocked(self) -> str | None:
         """Why a test that passed must fail: connections refused in replay mode, or None."""

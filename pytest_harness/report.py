@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness import spend
+from pytest_harness import report_runs, spend
 from pytest_harness.errors import describe
+from pytest_harness.tables import REASON_WIDTH, clip, money, seconds, tabulate
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
 
 if TYPE_CHECKING:
     from pytest_harness.tribunal.verdicts import Verdict
 
 RECORD_PROPERTY = "harness_tribunal"
-RUN_PROPERTY = "harness_run"
-REASON_WIDTH = 60
 
 
 def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict[str, Any]:
@@ -80,41 +78,6 @@ def records_in(
     return found
 
 
-def run_property(run: Any, test: str | None) -> tuple[str, str]:
-    """One orchestrator run as a JUnit property: tools called, requests, stop, tokens, cost."""
-    data = {
-        "test": test,
-        "tools": run.tools_called,
-        "tool_errors": sum(not call.ok for call in run.tool_calls),
-        "requests": run.requests,
-        "stop_reason": run.stop_reason,
-        "tokens": run.usage.total_tokens,
-        "cost": run.cost,
-        "time": round(run.wall_time, 3),
-        "events": dict(Counter(event.kind for event in run.events)),
-    }
-    return RUN_PROPERTY, json.dumps(data, sort_keys=True)
-
-
-def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
-    rows = [
-        [
-            r["test"],
-            _clip(", ".join(r["tools"]) or "-", REASON_WIDTH),
-            r["tool_errors"],
-            r["requests"],
-            r["stop_reason"],
-            ", ".join(f"{kind} x{n}" for kind, n in (r.get("events") or {}).items()) or "-",
-            r["tokens"],
-            _money(r["cost"]),
-            _seconds(r["time"]),
-        ]
-        for r in records
-    ]
-    headers = ["test", "tools", "errors", "requests", "stop", "events", "tokens", "cost", "time"]
-    return tabulate(rows, headers=headers)
-
-
 def failure_message(tribunal: Any, error: BaseException | None = None) -> str:
     """What a failed ``assert_verdict`` says: the verdict, every judge's vote, the errors."""
     verdict: Verdict | None = tribunal.verdict
@@ -127,12 +90,12 @@ def failure_message(tribunal: Any, error: BaseException | None = None) -> str:
             f"{verdict.tally} votes passed, value {verdict.value!r}",
             f"rule: {verdict.rule}",
         ]
-    lines.append(f"input: {_clip(repr(tribunal.input), 200)}")
+    lines.append(f"input: {clip(repr(tribunal.input), 200)}")
     if verdict is not None and verdict.votes:
         lines += ["", vote_table(verdict)]
     if tribunal.errors:
         lines += ["", "judge errors:"]
-        lines += [f"  {e['agent']}: {_clip(describe(e['error']), 300)}" for e in tribunal.errors]
+        lines += [f"  {e['agent']}: {clip(describe(e['error']), 300)}" for e in tribunal.errors]
     return "\n".join(lines)
 
 
@@ -142,8 +105,8 @@ def vote_table(verdict: Verdict) -> str:
             vote.agent,
             vote.model or "",
             _vote_text(vote.vote, vote.passed),
-            _clip(vote.reason or "", REASON_WIDTH),
-            _seconds(vote.time),
+            clip(vote.reason or "", REASON_WIDTH),
+            seconds(vote.time),
             vote.tokens,
         ]
         for vote in verdict.votes
@@ -160,8 +123,8 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
             f"{r['votes_passed']}/{r['votes_cast']}",
             len(r["errors"]),
             r["tokens"],
-            _money(r["cost"]),
-            _seconds(r["time"]),
+            money(r["cost"]),
+            seconds(r["time"]),
         ]
         for r in records
     ]
@@ -185,12 +148,14 @@ class SessionReport:
         self.records: list[dict[str, Any]] = []
         self.usage: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
+        self.transcripts: list[dict[str, Any]] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when == "teardown" and report.user_properties:
             self.records += records_in(report.user_properties)
             self.usage += spend.records_in(report.user_properties)
-            self.runs += records_in(report.user_properties, RUN_PROPERTY)
+            self.runs += records_in(report.user_properties, report_runs.RUN_PROPERTY)
+            self.transcripts += records_in(report.user_properties, report_runs.TRANSCRIPT_PROPERTY)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.usage:
@@ -198,10 +163,15 @@ class SessionReport:
             terminalreporter.write_line(usage_table(self.usage))
         if self.runs:
             terminalreporter.write_sep("=", "pytest-harness agent runs")
-            terminalreporter.write_line(runs_table(self.runs))
+            terminalreporter.write_line(report_runs.runs_table(self.runs))
+        if self.transcripts:
+            terminalreporter.write_sep("=", "pytest-harness simulated conversations")
+            terminalreporter.write_line(report_runs.transcripts_table(self.transcripts))
         if self.records:
             self._tribunals(terminalreporter)
-        if self.json_path is not None and (self.records or self.usage or self.runs):
+        if self.json_path is not None and (
+            self.records or self.usage or self.runs or self.transcripts
+        ):
             terminalreporter.write_line(f"harness report written to {self.json_path}")
 
     def _tribunals(self, terminalreporter: Any) -> None:
@@ -214,21 +184,17 @@ class SessionReport:
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            write_json(self.json_path, self.records, self.usage, self.runs)
+            write_json(self.json_path, self.records, self.usage, self.runs, self.transcripts)
 
 
 def usage_table(records: Sequence[Mapping[str, Any]]) -> str:
     """Per test: model calls, tokens and cost; then the session's total."""
-    rows = [[r["test"], r["calls"], r["tokens"], _money(r["cost"])] for r in records]
+    rows = [[r["test"], r["calls"], r["tokens"], money(r["cost"])] for r in records]
     costs = [r["cost"] for r in records if r["cost"] is not None]
     total = sum(costs) if costs else None
     rows.append(["total", sum(r["calls"] for r in records), sum(r["tokens"] for r in records)])
-    rows[-1].append(_money(total))
+    rows[-1].append(money(total))
     return tabulate(rows, headers=["test", "calls", "tokens", "cost"])
-
-
-def _money(cost: float | None) -> str:
-    return "" if cost is None else f"${cost:.6f}"
 
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -271,13 +237,16 @@ def write_json(
     records: Sequence[Mapping[str, Any]],
     usage: Sequence[Mapping[str, Any]] = (),
     runs: Sequence[Mapping[str, Any]] = (),
+    transcripts: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """Write the session's tribunals, agreement, model usage and agent runs as JSON."""
+    """Write the session's tribunals, agreement, model usage, agent runs and simulated
+    conversations as JSON."""
     data = {
         "tribunals": list(records),
         "agreement": agreement(records),
         "usage": list(usage),
         "runs": list(runs),
+        "transcripts": list(transcripts),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -292,13 +261,6 @@ def _vote_text(vote: Any, passed: bool | None) -> str:
     return mark if isinstance(vote, bool) else f"{mark} ({vote!r})"
 
 
-def tabulate(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """tabulate's plain table, imported when a table is first drawn."""
-    from tabulate import tabulate as draw
-
-    return draw(rows, headers=list(headers))
-
-
 def _plain(value: Any) -> Any:
     """``value`` if JSON can hold it, else its repr."""
     try:
@@ -306,12 +268,3 @@ def _plain(value: Any) -> Any:
     except (TypeError, ValueError):
         return repr(value)
     return value
-
-
-def _seconds(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}s"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from pytest_harness.orchestrator.sessions import SessionStore, SessionStoreError, UnknownSession
     from pytest_harness.orchestrator.tools import tool
     from pytest_harness.response import ModelResponse, ToolCall, Usage
+    from pytest_harness.team.result import TeamError, TeamResult
+    from pytest_harness.team.shared_state import SharedState
+    from pytest_harness.team.store import KnowledgeStore
     from pytest_harness.tribunal.assertions import assert_verdict
     from pytest_harness.tribunal.declare import Tribunal
     from pytest_harness.tribunal.run import Event
@@ -62,6 +65,7 @@ __all__ = [
     "HarnessWarning",
     "InvalidResponse",
     "JudgeOutputError",
+    "KnowledgeStore",
     "LocalModelError",
     "ModelResponse",
     "NetworkBlocked",
@@ -73,7 +77,10 @@ __all__ = [
     "RunFailed",
     "SessionStore",
     "SessionStoreError",
+    "SharedState",
     "SubagentProbe",
+    "TeamError",
+    "TeamResult",
     "ToolCall",
     "Tribunal",
     "UnknownSession",
@@ -103,6 +110,10 @@ _HOME = {
     "UsageLimits": "orchestrator.middleware.usage",
     "tool": "orchestrator.tools",
     "ModelResponse": "response",
+    "KnowledgeStore": "team.store",
+    "SharedState": "team.shared_state",
+    "TeamError": "team.result",
+    "TeamResult": "team.result",
     "ToolCall": "response",
     "Usage": "response",
     "assert_verdict": "tribunal.assertions",

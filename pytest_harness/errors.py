@@ -17,7 +17,9 @@ Every error names what went wrong and what to do about it. The tree::
     ├── RetriesExhausted                    a transient provider error outlasted the retries
     ├── CompactionFailed                    the summary call of a compaction failed
     ├── SessionStoreError                   a session store is corrupt, locked or not one
-    └── UnknownSession (also LookupError)   no session with that id
+    ├── UnknownSession (also LookupError)   no session with that id
+    ├── TeamError                           a shared-state team could not finish (its findings kept)
+    └── SimulationError                     the application failed in a simulated conversation
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request

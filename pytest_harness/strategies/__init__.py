@@ -1,0 +1,53 @@
+"""Hypothesis strategies for LLM inputs, and settings for property tests that are recorded.
+
+Perturbations of a text, for robustness tests of LLM features: ``typos``, ``casing``,
+``whitespace``, ``lookalikes`` (Cyrillic and Greek letters drawn as Latin ones),
+``truncated``, ``injected`` (a prompt-injection line appended), and ``perturbed`` (several
+of them, one after another). Each takes a text or a strategy of texts and gives a strategy
+of texts; each shrinks to the text unperturbed, so a failure is shown with as little
+perturbation as it needs::
+
+    from hypothesis import given, strategies as st
+    from pytest_harness.strategies import perturbed, recorded
+
+    @recorded
+    @given(perturbed(st.sampled_from(["Where is my order?", "Cancel my subscription"])))
+    def test_intent_survives_noise(harness, text): ...
+
+``recorded`` (and the ``"harness"`` profile) draw the same examples in every run, so a
+recorded test replays the requests its cassette holds.
+
+Importing this module imports hypothesis; the plugin and ``pytest_harness`` never do.
+"""
+
+from __future__ import annotations
+
+from pytest_harness.strategies.combine import Kind, Perturbation, perturbed
+from pytest_harness.strategies.drawing import Text
+from pytest_harness.strategies.perturb import (
+    casing,
+    injected,
+    lookalikes,
+    truncated,
+    typos,
+    whitespace,
+)
+from pytest_harness.strategies.profile import RECORDED, recorded
+from pytest_harness.strategies.tables import HOMOGLYPHS, INJECTIONS
+
+__all__ = [
+    "HOMOGLYPHS",
+    "INJECTIONS",
+    "RECORDED",
+    "Kind",
+    "Perturbation",
+    "Text",
+    "casing",
+    "injected",
+    "lookalikes",
+    "perturbed",
+    "recorded",
+    "truncated",
+    "typos",
+    "whitespace",
+]

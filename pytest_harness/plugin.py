@@ -155,8 +155,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "scenarios(team, input, limit=None): parametrize the test with the findings of a "
-        "shared-state team (lands with teams)",
+        "scenarios(team, input, limit=None): parametrize the test's `scenario` argument with "
+        "what a shared-state team generates (recorded in its own cassette)",
+    )
+    config.addinivalue_line(
+        "markers", "scenarios_unavailable(message): set by the harness; the test errors at set-up"
     )
     if _sets_harness_options(config):
         settings(config)  # a wrong value is a usage error now, not at the first test
@@ -237,12 +240,29 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     return item.fixture(request.node)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item."""
+    marker = metafunc.definition.get_closest_marker("scenarios")
+    if marker is None:
+        return
+    from pytest_harness.team import scenarios
+
+    config = metafunc.config
+    found = scenarios.parameters(marker, metafunc, settings(config), config.stash[RUN_ID])
+    metafunc.parametrize("scenario", found)
+
+
 # The per-test hooks run the test in its harness scope; pytest_harness.item does the work.
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_harness.item import setup
+
+    unavailable = item.get_closest_marker("scenarios_unavailable")
+    if unavailable is not None:  # one error for this test, not a crash of its module
+        yield  # after the rest of setup ran: pytest's own teardown expects its state
+        pytest.fail(unavailable.args[0], pytrace=False)
 
     return (yield from setup(item, settings(item.config), item.config.stash[RUN_ID]))
 

@@ -49,12 +49,14 @@ def test_strict_markers_accepts_harness_markers(pytester: pytest.Pytester) -> No
             pass
 
         @pytest.mark.scenarios("Team", "input", limit=3)
-        def test_scenarios():
+        def test_scenarios(scenario):
             pass
         """
     )
     result = pytester.runpytest("--strict-markers")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=1, errors=1)  # registered; "Team" is no team: its error
+    assert "not found in `markers`" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*scenarios expects a SharedState subclass first*"])
 
 
 def test_litellm_is_not_imported_by_a_suite_that_uses_no_harness_feature(

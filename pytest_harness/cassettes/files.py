@@ -46,7 +46,7 @@ def merge_and_write(
     new interactions. ``metadata`` is added to the file's (the run id is always set).
     Raises CassetteError when a secret is found; nothing is written then.
     """
-    with FileLock(_lock_path(path)):
+    with FileLock(lock_path(path)):
         kept: list[Any] = []
         known: dict[str, Any] = {}
         if path.exists():
@@ -80,7 +80,8 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _lock_path(path: Path) -> str:
+def lock_path(path: Path) -> str:
+    """Where the lock of ``path`` lives: the system's temp folder, never beside the file."""
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / "pytest-harness-locks"
     folder.mkdir(exist_ok=True)

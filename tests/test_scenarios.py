@@ -1,0 +1,208 @@
+"""@pytest.mark.scenarios: a team's output parametrizes a test, recorded once, replayed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_harness.team.scenarios import ids
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
+
+MESSAGES = ["My parcel is late!", "Where is order A-1?", "My parcel is late, again."]
+
+TEAM = """
+import os
+from pytest_harness import Agent, SharedState
+
+class Writer(Agent):
+    model = "openai/loopback"
+    params = {"api_base": os.environ["URL"], "api_key": "loopback-not-a-secret"}
+    instructions = "You write customer messages."
+
+class Messages(SharedState):
+    members = (Writer,)
+    max_cycles = 3
+
+    def aggregate(self, store):
+        return [finding.content for finding in store.read_all()]
+
+class Nothing(Messages):
+    def aggregate(self, store):
+        return []
+"""
+
+SUITE = """
+import pytest
+from conftest import Messages, Nothing
+
+@pytest.mark.scenarios(Messages, input="late parcels")
+def test_reply(scenario):
+    assert isinstance(scenario, str)
+    print("SCENARIO", scenario)
+
+@pytest.mark.scenarios(Messages, input="late parcels", limit=1)
+def test_first_only(scenario):
+    pass
+
+@pytest.mark.scenarios(Nothing, input="late parcels")
+def test_nothing(scenario):
+    pass
+
+@pytest.mark.scenarios(Messages, input="late parcels", limit=0)
+def test_bad_limit(scenario):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def writer(body: dict[str, Any]) -> Reply:
+    """A member turn: write one finding (the next message), then say it is done."""
+    if body["messages"][-1]["role"] == "tool":
+        return Reply(content="done")
+    cycle = int(body["messages"][-1]["content"].split("Cycle ")[1][0])
+    call = ToolCallSpec(name="write_finding", arguments={"content": MESSAGES[cycle - 1]})
+    return Reply(content=None, tool_calls=[call])
+
+
+@pytest.fixture
+def team_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with LoopbackServer(writer) as server:
+        monkeypatch.setenv("URL", server.url)
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        pytester.makeconftest(TEAM)
+        pytester.makepyfile(test_suite=SUITE)
+        pytester.makepyfile(
+            collected_imports="import sys\n\n"
+            "def pytest_collection_finish(session):\n"
+            "    print('IMPORTED litellm=' + str('litellm' in sys.modules))\n"
+        )
+        yield server
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """Test id -> outcome, from -v output."""
+    found = {}
+    for line in result.stdout.lines:
+        if line.startswith("test_suite.py::") and " " in line:
+            test, _, rest = line.partition(" ")
+            found[test.split("::", 1)[1]] = rest.split()[0]
+    return found
+
+
+def test_scenarios_are_recorded_once_and_replayed_offline(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    live = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", "--harness-live")
+    recorded = outcomes(live)
+    assert recorded["test_reply[my-parcel-is-late]"] == "PASSED"
+    assert recorded["test_reply[where-is-order-a-1]"] == "PASSED"
+    assert recorded["test_reply[my-parcel-is-late-again]"] == "PASSED"
+    assert recorded["test_first_only[my-parcel-is-late]"] == "PASSED"
+    assert "test_first_only[where-is-order-a-1]" not in recorded
+    # 3 cycles x (write, done) for Messages, once for its two tests, and once for Nothing
+    assert len(team_suite.requests) == 12
+    (cassette,) = [
+        p
+        for p in (pytester.path / "cassettes/scenarios").iterdir()
+        if p.name.startswith("Messages")
+    ]
+    data = json.loads(cassette.read_text())
+    assert data["metadata"]["scenarios"] == MESSAGES
+    assert len(data["interactions"]) == 6
+    team_suite.stop()
+    replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    again = outcomes(replayed)
+    assert {k: v for k, v in again.items() if k.startswith("test_reply")} == {
+        k: v for k, v in recorded.items() if k.startswith("test_reply")
+    }
+    collected = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--collect-only", "-q", "-p", "collected_imports"
+    )
+    assert "IMPORTED litellm=False" in collected.stdout.str()  # scenarios read, not replayed
+    distributed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    distributed.assert_outcomes(passed=5, errors=2)  # the same ids on both workers
+
+
+def test_what_goes_wrong_is_one_error_for_that_test(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    team_suite.stop()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=4)  # test_plain runs; the session goes on
+    result.stdout.fnmatch_lines(
+        [
+            "test_suite.py::test_reply: no recorded scenarios of Messages*"
+            "To record them: pytest 'test_suite.py::test_reply' --harness-live",
+            "test_suite.py::test_bad_limit: @pytest.mark.scenarios(limit=...) expects a "
+            "positive whole number or None, got 0.",
+        ]
+    )
+
+
+def test_a_team_that_produces_nothing_is_that_tests_error(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rE", "--harness-live", "-k", "nothing or plain"
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*Nothing produced no scenarios*"])
+
+
+def test_a_test_without_a_scenario_argument_is_told_to_add_one(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(TEAM.replace('os.environ["URL"]', '"http://127.0.0.1:9"'))
+    pytester.makepyfile(
+        test_bare="""
+        import pytest
+        from conftest import Messages
+
+        @pytest.mark.scenarios(Messages, input="x")
+        def test_bare():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*gives each test a `scenario` argument*"])
+    assert result.ret != 0
+
+
+def test_ids_are_short_readable_and_unique() -> None:
+    long = "An extremely long customer message that goes on and on about a parcel"
+    assert ids(["Hi!", "hi", {"name": "Angry Bob"}, {"text": "x"}, long, "???"]) == [
+        "hi",
+        "hi-2",
+        "angry-bob",
+        "text-x",
+        "an-extremely-long-customer-message-that",
+        "scenario",
+    ]
+
+
+def test_the_cassette_is_named_from_the_team_and_a_hash(tmp_path: Path) -> None:
+    from pytest_harness import Agent, SharedState
+    from pytest_harness.team.scenarios import Request
+
+    class Writer(Agent):
+        model = "openai/x"
+
+    class Team(SharedState):
+        members = (Writer,)
+        max_cycles = 1
+
+    class Longer(Team):
+        max_cycles = 2
+
+    first = Request(Team, "input", None).path(tmp_path)
+    assert first.parent == tmp_path / "scenarios"
+    assert first.name.startswith("Team-")
+    assert Request(Team, "input", 5).path(tmp_path) == first  # the limit is not generation
+    assert Request(Team, "other", None).path(tmp_path) != first
+    assert Request(Longer, "input", None).path(tmp_path).name.startswith("Longer-")

@@ -206,3 +206,29 @@ def test_the_cassette_is_named_from_the_team_and_a_hash(tmp_path: Path) -> None:
     assert Request(Team, "input", 5).path(tmp_path) == first  # the limit is not generation
     assert Request(Team, "other", None).path(tmp_path) != first
     assert Request(Longer, "input", None).path(tmp_path).name.startswith("Longer-")
+
+
+def test_the_strategy_draws_from_the_recorded_scenarios(tmp_path: Path) -> None:
+    from hypothesis import find
+
+    from pytest_harness import Agent, SharedState
+    from pytest_harness.errors import ConfigError
+    from pytest_harness.strategies import scenarios
+    from pytest_harness.team.scenarios import Request
+
+    class Writer(Agent):
+        model = "openai/x"
+
+    class Team(SharedState):
+        members = (Writer,)
+        max_cycles = 1
+
+    path = Request(Team, "late parcels", None).path(tmp_path)
+    path.parent.mkdir(parents=True)
+    metadata = {"run": "r", "scenarios": MESSAGES}
+    path.write_text(json.dumps({"version": 1, "metadata": metadata, "interactions": []}))
+    strategy = scenarios(Team, "late parcels", cassette_dir=tmp_path)
+    assert find(strategy, lambda s: True) == MESSAGES[0]  # shrinks to the first
+    assert find(strategy, lambda s: "A-1" in s) == MESSAGES[1]
+    with pytest.raises(ConfigError, match="no recorded scenarios of Team for 'other'"):
+        find(scenarios(Team, "other", cassette_dir=tmp_path), lambda s: True)

@@ -392,7 +392,7 @@ def test_the_module_exports_exactly_its_public_api() -> None:
     assert set(strategies.__all__) == {
         *("HOMOGLYPHS", "INJECTIONS", "RECORDED", "Kind", "Perturbation", "Text"),
         *("casing", "injected", "lookalikes", "perturbed", "recorded", "truncated", "typos"),
-        "whitespace",
+        *("scenarios", "whitespace"),
     }
     assert all(hasattr(strategies, name) for name in strategies.__all__)
 

@@ -15,7 +15,8 @@ perturbation as it needs::
     def test_intent_survives_noise(harness, text): ...
 
 ``recorded`` (and the ``"harness"`` profile) draw the same examples in every run, so a
-recorded test replays the requests its cassette holds.
+recorded test replays the requests its cassette holds. ``scenarios(Team, input)`` draws from
+what a team recorded for ``@pytest.mark.scenarios``.
 
 Importing this module imports hypothesis; the plugin and ``pytest_harness`` never do.
 """
@@ -33,6 +34,7 @@ from pytest_harness.strategies.perturb import (
     whitespace,
 )
 from pytest_harness.strategies.profile import RECORDED, recorded
+from pytest_harness.strategies.scenarios import scenarios
 from pytest_harness.strategies.tables import HOMOGLYPHS, INJECTIONS
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "lookalikes",
     "perturbed",
     "recorded",
+    "scenarios",
     "truncated",
     "typos",
     "whitespace",

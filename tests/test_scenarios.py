@@ -232,3 +232,15 @@ def test_the_strategy_draws_from_the_recorded_scenarios(tmp_path: Path) -> None:
     assert find(strategy, lambda s: "A-1" in s) == MESSAGES[1]
     with pytest.raises(ConfigError, match="no recorded scenarios of Team for 'other'"):
         find(scenarios(Team, "other", cassette_dir=tmp_path), lambda s: True)
+
+
+def test_under_xdist_the_first_worker_generates_and_the_others_read(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--harness-live", "-k", "not nothing"
+    )
+    result.assert_outcomes(passed=5, errors=1)  # test_bad_limit's error is its own
+    # Messages generated once (6 requests), not once per worker. Nothing (collected, then
+    # deselected) produced nothing, so recorded nothing: each worker tried it (2 x 6).
+    assert len(team_suite.requests) == 18

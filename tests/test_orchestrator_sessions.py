@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -22,9 +23,7 @@ def lookup(order: str) -> str:
     return f"{order} shipped"
 
 
-def test_a_session_continues_in_a_new_process(
-    server: LoopbackServer, tmp_path: Path, pytester: pytest.Pytester
-) -> None:
+def test_a_session_continues_in_a_new_process(server: LoopbackServer, tmp_path: Path) -> None:
     store = tmp_path / "sessions.sqlite3"
     server.queue(
         Reply(content=None, tool_calls=[ToolCallSpec(name="lookup", arguments={"order": "A-1"})]),
@@ -34,8 +33,10 @@ def test_a_session_continues_in_a_new_process(
         server.model, [lookup], "Be brief.", params=server.params, session="s1", store=store
     )
     first.run("Where is A-1?")
-    script = pytester.makepyfile(
-        resume=textwrap.dedent(f"""
+    # Not pytester: its module snapshot would forget openai if this test imported it first.
+    script = tmp_path / "resume.py"
+    script.write_text(
+        textwrap.dedent(f"""
         from pytest_harness.orchestrator.loop import Orchestrator
         agent = Orchestrator({server.model!r}, [], params={server.params!r},
                              session="s1", store={str(store)!r}, resume=True)
@@ -43,9 +44,11 @@ def test_a_session_continues_in_a_new_process(
         """)
     )
     server.queue(Reply(content="Tomorrow."))
-    done = pytester.run(sys.executable, str(script))
-    assert done.ret == 0, done.stderr.str()
-    assert done.stdout.lines[-1] == "Tomorrow."
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "Tomorrow."
     sent = [(m["role"], m.get("content")) for m in server.requests[-1]["messages"]]
     assert sent[0] == ("system", "Be brief.")
     assert ("user", "Where is A-1?") in sent

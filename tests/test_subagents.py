@@ -154,3 +154,20 @@ def test_steer_reaches_the_child_on_its_next_request(server: LoopbackServer) -> 
     assert notes[0]["role"] == "user"
     with pytest.raises(ValueError, match="subagent sub-1 is done: a note would never be read"):
         steer(agent.children[0], "too late")
+
+
+def test_subagents_without_a_session_keep_nothing_on_disk(
+    server: LoopbackServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return f"{order}: shipped"
+
+    server.handler = script()
+    agent = Orchestrator(server.model, [lookup], params=server.params, subagents=True)
+    assert agent.run(QUESTION).output == "Your order shipped."
+    assert agent.children[0].status == "done"
+    assert list(tmp_path.iterdir()) == []  # no .harness/ folder

@@ -74,7 +74,8 @@ class Orchestrator:
             default ``.harness/sessions.sqlite3``.
         resume: the session must exist already (``UnknownSession`` otherwise).
         subagents: offer the built-in ``delegate`` tool, which runs a child orchestrator
-            on a sub-task (``children`` lists them; see ``orchestrator.subagents``).
+            on a sub-task (``children`` lists them; see ``orchestrator.subagents``). The
+            children's sessions share ``store`` (in memory when no session was asked for).
     """
 
     def __init__(
@@ -130,7 +131,9 @@ class Orchestrator:
         self.children: list[subagents_.SubagentEntry] = []
         self.session_id: str | None = None
         self.store: Any = None
-        if session is not None or store is not None or resume or subagents:
+        if subagents and session is None and store is None and not resume:
+            store = ":memory:"  # the children's sessions hold steering notes; nothing on disk
+        if session is not None or store is not None or resume:
             self._open_session(session, store, resume=resume)
         if subagents:
             self.tools["delegate"] = subagents_.delegate_tool(self)

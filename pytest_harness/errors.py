@@ -39,10 +39,36 @@ when ``harness_degenerate = warn``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_harness.response import ModelResponse
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what led to it, nearest first: causes, contexts, and the
+    ``original_exception`` SDK wrappers (litellm's) keep. Each exception once."""
+    seen: set[int] = set()
+    todo: list[Any] = [error]
+    while todo:
+        current = todo.pop(0)
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo += [
+            current.__cause__,
+            current.__context__,
+            getattr(current, "original_exception", None),
+        ]
+
+
+def find_cause(
+    error: BaseException, kinds: tuple[type[BaseException], ...]
+) -> BaseException | None:
+    """The nearest exception of ``kinds`` behind ``error`` (itself included), or None."""
+    return next((found for found in causes(error) if isinstance(found, kinds)), None)
 
 
 def describe(error: BaseException) -> str:

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from pytest_harness import scope
 from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction, secret_values_from_env
-from pytest_harness.errors import CassetteError, CassetteMiss, ConfigError, NetworkBlocked
+from pytest_harness.errors import (
+    CassetteError,
+    CassetteMiss,
+    ConfigError,
+    NetworkBlocked,
+    find_cause,
+)
 
 if TYPE_CHECKING:
     from pytest_harness.cassettes.traffic import Recognised
@@ -64,26 +70,6 @@ def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
 
 def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "test"
-
-
-def find_cause(
-    error: BaseException, kinds: tuple[type[BaseException], ...]
-) -> BaseException | None:
-    """The first exception of ``kinds`` behind ``error`` (causes, contexts, SDK wrappers)."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [error]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kinds):
-            return current
-        original = getattr(current, "original_exception", None)
-        todo += [current.__cause__, current.__context__]
-        if isinstance(original, BaseException):
-            todo.append(original)
-    return None
 
 
 @dataclass(eq=False)

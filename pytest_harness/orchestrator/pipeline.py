@@ -43,6 +43,14 @@ class Tally:
     total_tokens: int = 0
     cost: float | None = None
 
+    def add(self, response: ModelResponse) -> None:
+        """Add a response's tokens and cost (not a request: ``count_usage`` counts those)."""
+        self.prompt_tokens += response.usage.prompt_tokens
+        self.completion_tokens += response.usage.completion_tokens
+        self.total_tokens += response.usage.total_tokens
+        if response.cost is not None:
+            self.cost = (self.cost or 0.0) + response.cost
+
     @property
     def usage(self) -> Usage:
         return Usage(

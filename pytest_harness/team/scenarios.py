@@ -124,17 +124,20 @@ def _slug(item: Any) -> str:
     return _SLUG.sub("-", text.lower()).strip("-")[:_ID_WIDTH].rstrip("-")
 
 
-def recorded(path: Path, run_id: str | None = None) -> list[Any] | None:
-    """The scenarios a cassette holds (of this run when ``run_id`` is given), or None."""
+def recorded(path: Path) -> list[Any] | None:
+    """The scenarios a cassette holds, or None."""
+    return _recorded(path)[0]
+
+
+def _recorded(path: Path) -> tuple[list[Any] | None, str | None]:
+    """The scenarios a cassette holds (or None), and the run that recorded them."""
     from pytest_harness.cassettes import files
 
     if not path.exists():
-        return None
+        return None, None
     metadata = files.read(path).get("metadata") or {}
     items = metadata.get("scenarios")
-    if not isinstance(items, list) or (run_id is not None and metadata.get("run") != run_id):
-        return None
-    return items
+    return (items if isinstance(items, list) else None), metadata.get("run")
 
 
 def scenarios(request: Request, settings: Any, run_id: str) -> list[Any]:
@@ -171,10 +174,11 @@ def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list
 
     # Not the file's own lock (writing the cassette takes that one): a lock on generating it.
     with FileLock(lock_path(path.with_suffix(".generating"))):
-        done = recorded(path, run_id)
-        if done is None and settings.record == "new":
-            done = recorded(path)  # --harness-record=new keeps what is there
-        return done if done is not None else _generate(path, request, settings, run_id)
+        items, run = _recorded(path)
+        # This run's (another worker generated them), or any with --harness-record=new.
+        if items is not None and (run == run_id or settings.record == "new"):
+            return items
+        return _generate(path, request, settings, run_id)
 
 
 def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[Any]:

@@ -110,7 +110,7 @@ class Compaction:
         kept = [m for m in middle if m.get("role") == "system"]
         summary = {"role": "user", "content": SUMMARY_HEADING + response.text}
         call.messages[head:tail] = [*kept, summary]
-        _add_usage(call, response)
+        call.tally.add(response)  # its tokens and cost; not a request of the run
         after = self.count(target, call)
         call.event(
             "compaction",
@@ -235,15 +235,6 @@ def _text(content: Any) -> str:
 def _weak(agent: Any) -> bool:
     """Whether the memo can keep ``agent`` (weakly: its count goes with it)."""
     return hasattr(type(agent), "__weakref__")  # not None, a str...
-
-
-def _add_usage(call: ModelCall, response: ModelResponse) -> None:
-    """The summary call's tokens and cost on the run's tally (not its request count)."""
-    tally = call.tally
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        setattr(tally, name, getattr(tally, name) + getattr(response.usage, name))
-    if response.cost is not None:
-        tally.cost = (tally.cost or 0.0) + response.cost
 
 
 def _whole(value: Any) -> bool:

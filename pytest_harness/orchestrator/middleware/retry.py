@@ -24,14 +24,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pytest_harness import model, scope
-from pytest_harness.errors import ConfigError, HarnessError, describe
+from pytest_harness.errors import ConfigError, HarnessError, causes, describe
 from pytest_harness.local.route import LOCAL_MODEL
 from pytest_harness.orchestrator.pipeline import ModelCall, Next, StopRun
 from pytest_harness.response import ModelResponse
@@ -173,7 +173,7 @@ def transient(error: BaseException) -> Transient | None:
     status litellm made up (it reports a body it could not read, or a refused connection,
     as HTTP 500) does not count: the chain shows what happened.
     """
-    chain = list(_chain(error))
+    chain = list(causes(error))
     if any(isinstance(e, HarnessError) for e in chain):
         return None  # the harness's own verdict (an invalid response, a blocked host)
     answer = _http_answer(chain)
@@ -236,23 +236,6 @@ def _http_answer(chain: list[BaseException]) -> tuple[int, Mapping[str, str]] | 
     if isinstance(headers, Mapping) and isinstance(status, int):
         return status, headers
     return None
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """``error``, then what caused it: causes, contexts and litellm's ``original_exception``."""
-    seen: set[int] = set()
-    todo: list[Any] = [error]
-    while todo:
-        current = todo.pop(0)
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        todo += [
-            current.__cause__,
-            current.__context__,
-            getattr(current, "original_exception", None),
-        ]
 
 
 async def _sleep(seconds: float, call: ModelCall) -> None:

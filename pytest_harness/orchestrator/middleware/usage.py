@@ -20,12 +20,7 @@ async def count_usage(call: ModelCall, next: Next) -> ModelResponse:
     """Add each request's tokens and cost to the run's tally."""
     call.tally.requests += 1
     response = await next(call)
-    tally = call.tally
-    tally.prompt_tokens += response.usage.prompt_tokens
-    tally.completion_tokens += response.usage.completion_tokens
-    tally.total_tokens += response.usage.total_tokens
-    if response.cost is not None:
-        tally.cost = (tally.cost or 0.0) + response.cost
+    call.tally.add(response)
     return response
 
 

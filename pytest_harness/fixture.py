@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness import _aio
@@ -22,13 +23,22 @@ class Harness:
 
     Everything it runs goes through the test's cassette and settings, and every tribunal it
     runs is in the session report.
+
+    Attributes:
+        test_id: the test's node id.
+        folder: the test module's folder (relative label files are read from there).
+        sample: the running sample's number (from 1) in a sampled test, else None.
+        tribunals / runs / transcripts / calibrations: what the test ran, as each finished.
     """
 
-    def __init__(self, test_id: str | None = None) -> None:
+    def __init__(self, test_id: str | None = None, *, folder: Path | None = None) -> None:
         self.test_id = test_id
+        self.folder = folder
+        self.sample: int | None = None
         self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
         self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
         self.transcripts: list[Any] = []  # and as simulated conversations end
+        self.calibrations: list[Any] = []  # and as calibrations end
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

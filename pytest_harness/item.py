@@ -12,8 +12,7 @@ the ``pytest_harness_tribunal`` hook, the fixture's list.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +24,13 @@ from pytest_harness.cassettes.netguard import NetworkGuard
 from pytest_harness.cassettes.scrub import Redaction
 from pytest_harness.cassettes.slot import CassetteSlot, cassette_path
 from pytest_harness.errors import HarnessError, describe
+from pytest_harness.item_report import ItemReports
 from pytest_harness.local import route
 from pytest_harness.watch import TrafficWatch
 
 if TYPE_CHECKING:
     from pytest_harness.fixture import Harness
+    from pytest_harness.samples import Sampling
     from pytest_harness.settings import Settings
 
 
@@ -47,12 +48,19 @@ def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, 
 
 
 def call(item: pytest.Item) -> Generator[None, None, None]:
-    """The call phase, in the test's scope."""
+    """The call phase, in the test's scope; a sampled test's body runs once per sample."""
     run = item.stash.get(_RUN, None)
     if run is None:
         return (yield)
     with run.active():
-        return (yield)
+        if run.sampling is None:
+            return (yield)
+        body = item.runtest
+        item.runtest = lambda: run.run_samples(body)  # type: ignore[method-assign]
+        try:
+            return (yield)
+        finally:
+            del item.runtest  # the class's method again
 
 
 def teardown(item: pytest.Item) -> Generator[None, None, None]:
@@ -113,7 +121,8 @@ class ItemRun:
         watch: what the test's traffic held (misses, bad responses, spend).
         captures: whether the cassette is open for the whole test.
         record_failed: save the cassette even when the test failed.
-        harness: the ``harness`` fixture's object, once the test asked for it.
+        reports: what the test's features reported (tribunals, runs, calibrations).
+        sampling: the samples of a sampled test (``samples=N``), else None.
     """
 
     scope: scope.Scope
@@ -125,8 +134,9 @@ class ItemRun:
         self.captures = captures
         self.slot: CassetteSlot | None = None
         self.guard: NetworkGuard | None = None
-        self.harness: Harness | None = None
-        self._environ: dict[str, str | None] = {}
+        self.reports = ItemReports(item)
+        self.sampling: Sampling | None = None
+        self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
 
     @classmethod
     def start(cls, item: pytest.Item, session: Settings, run_id: str) -> ItemRun:
@@ -157,6 +167,10 @@ class ItemRun:
             listeners=(run.listen,),
         )
         run.watch.scope = run.scope
+        if test.samples > 1:
+            from pytest_harness.samples import Sampling
+
+            run.sampling = Sampling(test.samples, test.pass_rate)
         if captures and live and test.model == route.LOCAL_MODEL and run.slot is not None:
             run.slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
         return run
@@ -184,16 +198,7 @@ class ItemRun:
 
     def _set_environ(self, values: dict[str, str]) -> None:
         for name, value in values.items():
-            self._environ.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
-
-    def _restore_environ(self) -> None:
-        for name, value in self._environ.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._environ.clear()
+            self._environ.setenv(name, value)
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -209,40 +214,45 @@ class ItemRun:
 
     def fixture(self) -> Harness:
         """The ``harness`` fixture's object (one per test)."""
-        if self.harness is None:
+        if self.reports.harness is None:
             from pytest_harness.fixture import Harness
 
-            self.harness = Harness(self.item.nodeid)
-        return self.harness
+            self.reports.harness = Harness(self.item.nodeid, folder=self.item.path.parent)
+        return self.reports.harness
 
     def listen(self, topic: str, payload: Any) -> None:
         """Report what the test's features did (a listener of its scope)."""
         if topic == "response":
             self.watch.harness_response(payload)
-        elif topic in ("run", "transcript"):
-            self._report_agent(topic, payload)
-        if topic != "tribunal":
-            return
-        from pytest_harness import report
-
-        data = report.record(payload.tribunal, payload.error, self.item.nodeid)
-        self.item.user_properties.extend(report.junit_properties(data))
-        tribunal = payload.tribunal
-        self.item.ihook.pytest_harness_tribunal(item=self.item, tribunal=tribunal, record=data)
-        if self.harness is not None:
-            self.harness.tribunals.append(tribunal)
-
-    def _report_agent(self, topic: str, payload: Any) -> None:
-        """An orchestrator run or a simulated conversation: a row of the report."""
-        from pytest_harness import report_runs
-
-        nodeid = self.item.nodeid
-        if topic == "run":
-            self.item.user_properties.append(report_runs.run_property(payload, nodeid))
         else:
-            self.item.user_properties.append(report_runs.transcript_property(payload, nodeid))
-        if self.harness is not None:
-            (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
+            self.reports.add(topic, payload)
+
+    def run_samples(self, body: Callable[[], object]) -> None:
+        """Run the test's body once per sample; fail unless enough samples passed."""
+        sampling = self.sampling
+        assert sampling is not None
+        problems = len(self.watch.problems)
+
+        def starting(number: int) -> None:
+            nonlocal problems
+            problems = len(self.watch.problems)
+            self.reports.sample = number
+            if self.reports.harness is not None:
+                self.reports.harness.sample = number
+
+        def explain(error: BaseException) -> str:
+            info = pytest.ExceptionInfo.from_exception(error)
+            return str(self.item.repr_failure(info))
+
+        try:
+            sampling.run(
+                body,
+                starting=starting,
+                problem=lambda: self.watch.claim(problems),
+                explain=explain,
+            )
+        finally:
+            self.item.user_properties.extend(sampling.junit_properties(self.item.nodeid))
 
     def blocked(self) -> str | None:
         """Why a test that passed must fail: connections refused in replay mode, or None."""
@@ -256,13 +266,15 @@ class ItemRun:
 
     def finish(self, *, failed: bool) -> str | None:
         """Stop the guard; close the cassette (saved unless the test failed); report the
-        test's spend. Returns an error or None."""
-        self._restore_environ()
+        test's spend and verdict drift. Returns an error or None."""
+        self._environ.undo()
         if self.guard is not None:
             self.guard.uninstall()
         try:
             if self.slot is not None:
+                self.reports.keep_verdicts(self.slot)
                 self.slot.close(keep=not failed or self.record_failed)
+                self.reports.report_drift(self.slot)
         except HarnessError as error:
             return describe(error)
         finally:
@@ -291,6 +303,7 @@ def _slot(
             body_fields=session.redact_body_fields,
         ),
         guard=guard,
+        shared=name is not None,
     )
 
 

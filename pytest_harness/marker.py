@@ -22,7 +22,7 @@ from pytest_harness.settings import (
     seconds,
 )
 
-ARGUMENTS = ("cassette", "degenerate", "model", "record", "timeout")
+ARGUMENTS = ("cassette", "degenerate", "model", "pass_rate", "record", "samples", "timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +34,8 @@ class TestSettings:
     degenerate: DegenerateMode
     model: str | None
     timeout: float | None
+    samples: int = 1
+    pass_rate: float = 1.0
 
 
 def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -67,6 +69,7 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         record = choice("@pytest.mark.harness(record=...)", kwargs["record"], RECORD_MODES)
     degenerate = kwargs.get("degenerate", settings.degenerate)
     timeout = kwargs.get("timeout")
+    samples, pass_rate = _sampling(kwargs)
     return TestSettings(
         record=record,
         cassette=cassette,
@@ -75,7 +78,34 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         timeout=settings.timeout
         if timeout is None
         else seconds("@pytest.mark.harness(timeout=...)", timeout),
+        samples=samples,
+        pass_rate=pass_rate,
     )
+
+
+def _sampling(kwargs: dict[str, Any]) -> tuple[int, float]:
+    """``samples`` (a whole number from 1) and ``pass_rate`` (above 0, at most 1)."""
+    samples = kwargs.get("samples", 1)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000:
+        raise ConfigError(
+            "@pytest.mark.harness(samples=...) expects a whole number from 1 to 10000 (how many "
+            f"times the test body runs), got {samples!r}."
+        )
+    if "pass_rate" not in kwargs:
+        return samples, 1.0
+    rate = kwargs["pass_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+        raise ConfigError(
+            "@pytest.mark.harness(pass_rate=...) expects the share of samples that must pass, "
+            f"above 0 and at most 1 (0.9 for 90%), got {rate!r}."
+        )
+    if "samples" not in kwargs:
+        raise ConfigError(
+            f"@pytest.mark.harness(pass_rate={rate!r}) needs samples=N: the rate is over N "
+            f"runs of the test body, for example @pytest.mark.harness(samples=10, "
+            f"pass_rate={rate!r})."
+        )
+    return samples, float(rate)
 
 
 def _check_names(kwargs: dict[str, Any], args: tuple[Any, ...]) -> None:

@@ -59,8 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         const="",
         default=None,
         metavar="PATH",
-        help="print the table of every tribunal run at the end of the session (also shown "
-        "with -v); with PATH also write it, with judge agreement, as JSON",
+        help="print the session's tables (tribunal runs, sampled tests, calibrations, agent "
+        "runs, model calls; also shown with -v); with PATH also write them: PATH.html as one "
+        "self-contained HTML page, any other PATH as JSON",
     )
     for name, help, kind, default in _INI:
         parser.addini(name, help, type=kind, default=default)
@@ -149,9 +150,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _env.apply()  # litellm's environment, for the application's own litellm calls too
     config.addinivalue_line(
         "markers",
-        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None): "
-        "per-test harness settings: cassette name (False: none), degenerate policy "
-        "(fail/warn/off), model, record mode (none/new/all), call timeout",
+        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
+        "samples=1, pass_rate=1.0): per-test harness settings: cassette name (False: none), "
+        "degenerate policy (fail/warn/off), model, record mode (none/new/all), call timeout; "
+        "run the body `samples` times and pass when at least `pass_rate` of them pass",
     )
     config.addinivalue_line(
         "markers",
@@ -161,19 +163,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "scenarios_unavailable(message): set by the harness; the test errors at set-up"
     )
+    recording = False
     if _sets_harness_options(config):
-        settings(config)  # a wrong value is a usage error now, not at the first test
+        recording = settings(config).record != "none"  # a wrong value is a usage error now
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
     config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
     shown = config.option.harness_report is not None or config.option.verbose > 0
-    if workerinput is None and shown:  # under xdist the controller reports for every worker
-        from pytest_harness.report import SessionReport
+    if workerinput is None and (shown or recording):  # the controller reports for all workers
+        from pytest_harness.session_report import SessionReport
 
         path = settings(config).report
-        json = config.invocation_params.dir / path if path else None
-        config.pluginmanager.register(SessionReport(json), "harness-report")
+        written = config.invocation_params.dir / path if path else None
+        report = SessionReport(written, tables=shown)  # recording alone: verdict drift only
+        config.pluginmanager.register(report, "harness-report")
 
 
 def settings(config: pytest.Config) -> Settings:
@@ -250,6 +254,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     found = scenarios.parameters(marker, metafunc, settings(config), config.stash[RUN_ID])
     metafunc.parametrize("scenario", found)
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
+    """A sampled test's line says how many samples passed: ``PASSED (9/10 passed, ...)``."""
+    if report.when != "call" or hasattr(report, "wasxfail"):
+        return None
+    for name, value in report.user_properties:
+        if name == "harness_pass_rate":  # samples.LINE_PROPERTY (not imported at start-up)
+            word = report.outcome.upper()
+            return report.outcome, word[0] if report.failed else ".", f"{word} ({value})"
+    return None
 
 
 # The per-test hooks run the test in its harness scope; pytest_harness.item does the work.

@@ -1,21 +1,18 @@
-"""What tribunals report: the failure message, per-run records, the session tables and JSON.
+"""What tribunals report: the failure message, per-run records, the session's tables.
 
 A record is the plain-data (JSON) account of one tribunal run in one test. The plugin stores
 each record in the test's ``user_properties``: pytest-xdist sends those from the workers to
 the controller and JUnit XML writes them, so one mechanism serves the session table, the
-JSON report and the JUnit properties, with or without workers.
+JSON and HTML reports (``session_report``) and the JUnit properties, with or without workers.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness import report_runs, spend
 from pytest_harness.errors import describe
 from pytest_harness.tables import REASON_WIDTH, clip, money, seconds, tabulate
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
@@ -26,8 +23,11 @@ if TYPE_CHECKING:
 RECORD_PROPERTY = "harness_tribunal"
 
 
-def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict[str, Any]:
-    """The JSON-ready account of one finished (or failed) tribunal run."""
+def record(
+    tribunal: Any, error: BaseException | None, test: str | None, *, sample: int | None = None
+) -> dict[str, Any]:
+    """The JSON-ready account of one finished (or failed) tribunal run (``sample``: its
+    sample's number in a sampled test)."""
     from pytest_harness.agent import totals
 
     verdict: Verdict | None = tribunal.verdict
@@ -51,6 +51,7 @@ def record(tribunal: Any, error: BaseException | None, test: str | None) -> dict
         "tokens": usage.total_tokens if usage is not None else 0,
         "cost": cost,
         "time": tribunal.execution_time,
+        "sample": sample,
     }
 
 
@@ -132,71 +133,6 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
     return tabulate(rows, headers=headers)
 
 
-class SessionReport:
-    """Collects every tribunal run (from all xdist workers) and reports it at the end.
-
-    The plugin registers it (on the xdist controller) when the session asks for a report
-    (``-v`` or ``--harness-report``). Records travel in each test's ``user_properties``:
-    xdist ships them to the controller, JUnit XML writes them as properties.
-
-    Args:
-        json_path: where to write the JSON report, or None for the table only.
-    """
-
-    def __init__(self, json_path: Path | None) -> None:
-        self.json_path = json_path
-        self.records: list[dict[str, Any]] = []
-        self.usage: list[dict[str, Any]] = []
-        self.runs: list[dict[str, Any]] = []
-        self.transcripts: list[dict[str, Any]] = []
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.when == "teardown" and report.user_properties:
-            self.records += records_in(report.user_properties)
-            self.usage += spend.records_in(report.user_properties)
-            self.runs += records_in(report.user_properties, report_runs.RUN_PROPERTY)
-            self.transcripts += records_in(report.user_properties, report_runs.TRANSCRIPT_PROPERTY)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.usage:
-            terminalreporter.write_sep("=", "pytest-harness model calls")
-            terminalreporter.write_line(usage_table(self.usage))
-        if self.runs:
-            terminalreporter.write_sep("=", "pytest-harness agent runs")
-            terminalreporter.write_line(report_runs.runs_table(self.runs))
-        if self.transcripts:
-            terminalreporter.write_sep("=", "pytest-harness simulated conversations")
-            terminalreporter.write_line(report_runs.transcripts_table(self.transcripts))
-        if self.records:
-            self._tribunals(terminalreporter)
-        if self.json_path is not None and (
-            self.records or self.usage or self.runs or self.transcripts
-        ):
-            terminalreporter.write_line(f"harness report written to {self.json_path}")
-
-    def _tribunals(self, terminalreporter: Any) -> None:
-        terminalreporter.write_sep("=", "pytest-harness tribunals")
-        terminalreporter.write_line(session_table(self.records))
-        rows = agreement(self.records)
-        if any(row["runs"] for row in rows):
-            terminalreporter.write_line("")
-            terminalreporter.write_line(agreement_table(rows))
-
-    def pytest_sessionfinish(self) -> None:
-        if self.json_path is not None:
-            write_json(self.json_path, self.records, self.usage, self.runs, self.transcripts)
-
-
-def usage_table(records: Sequence[Mapping[str, Any]]) -> str:
-    """Per test: model calls, tokens and cost; then the session's total."""
-    rows = [[r["test"], r["calls"], r["tokens"], money(r["cost"])] for r in records]
-    costs = [r["cost"] for r in records if r["cost"] is not None]
-    total = sum(costs) if costs else None
-    rows.append(["total", sum(r["calls"] for r in records), sum(r["tokens"] for r in records)])
-    rows[-1].append(money(total))
-    return tabulate(rows, headers=["test", "calls", "tokens", "cost"])
-
-
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
     by_tribunal: dict[str, list[list[bool]]] = {}
@@ -230,28 +166,6 @@ def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
         for row in rows
     ]
     return tabulate(shown, headers=["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"])
-
-
-def write_json(
-    path: Path,
-    records: Sequence[Mapping[str, Any]],
-    usage: Sequence[Mapping[str, Any]] = (),
-    runs: Sequence[Mapping[str, Any]] = (),
-    transcripts: Sequence[Mapping[str, Any]] = (),
-) -> None:
-    """Write the session's tribunals, agreement, model usage, agent runs and simulated
-    conversations as JSON."""
-    data = {
-        "tribunals": list(records),
-        "agreement": agreement(records),
-        "usage": list(usage),
-        "runs": list(runs),
-        "transcripts": list(transcripts),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _vote_text(vote: Any, passed: bool | None) -> str:

@@ -129,6 +129,16 @@ class TrafficWatch:
             lines += [f"  {describe(e).splitlines()[0]}" for e in shown[1:]]
         return "\n".join(lines)
 
+    def claim(self, start: int) -> str | None:
+        """The first bad response kept since ``problems[start]``, as a message, or None.
+
+        A sampled test counts it against the sample that received it: the report then does
+        not repeat it (nor fail the whole test for it).
+        """
+        fresh = self.problems[start:]
+        self._reported.update(id(e) for e in fresh)
+        return describe(fresh[0]) if fresh else None
+
     def finish(self) -> list[tuple[str, str]]:
         """The test's spend as JUnit properties (none without model calls)."""
         if self.budget is not None:

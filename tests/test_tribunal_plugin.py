@@ -288,7 +288,10 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
     )
     assert json.loads(Path(pytester.path / "r.json").read_text()) == {
         "agreement": [],
+        "calibrations": [],
+        "drift": [],
         "runs": [],
+        "samples": [],
         "transcripts": [],
         "tribunals": [],
         "usage": [],

@@ -38,30 +38,55 @@ def merge_and_write(
     run_id: str,
     secrets: Sequence[str],
     metadata: Mapping[str, Any] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Write the interactions a test recorded into ``path``, keeping what belongs there.
 
     ``all``: the file holds what this recording run recorded into it (the earlier tests of
     the run that share it, then this one). ``new``: the file keeps what it had and gains the
-    new interactions. ``metadata`` is added to the file's (the run id is always set).
+    new interactions. ``metadata`` is added to the file's (the run id is always set); a
+    mapping value merges with the file's by key (per-test entries such as ``verdicts``
+    survive a new recording run until their own test records again).
     Raises CassetteError when a secret is found; nothing is written then.
+
+    Returns:
+        The file's header before this write (``version`` and ``metadata``), or an empty
+        dict when there was no file.
     """
     with FileLock(lock_path(path)):
         kept: list[Any] = []
         known: dict[str, Any] = {}
+        previous: dict[str, Any] = {}
         if path.exists():
             current = read(path)
-            same_run = current.get("metadata", {}).get("run") == run_id
-            if mode != "all" or same_run:
+            previous = _header(current)
+            earlier: dict[str, Any] = current.get("metadata") or {}
+            if mode != "all" or earlier.get("run") == run_id:
                 kept = list(current.get("interactions", []))
-                known = dict(current.get("metadata") or {})
+                known = dict(earlier)
+            else:  # a new recording run: only the per-test entries carry over
+                known = {k: v for k, v in earlier.items() if k in _PER_TEST}
         data = {
             "version": FORMAT_VERSION,
-            "metadata": {**known, **(metadata or {}), "run": run_id},
+            "metadata": {**_merged(known, metadata or {}), "run": run_id},
             "interactions": [*kept, *new],
         }
         scrub.check_before_write(data, secrets, str(path))
         write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return previous
+
+
+# Metadata kept per test (a mapping by node id): a new recording run keeps the entries of the
+# tests that have not recorded yet, so each test compares against its own previous entry.
+_PER_TEST = frozenset({"verdicts"})
+
+
+def _merged(known: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(known)
+    for key, value in added.items():
+        before = merged.get(key)
+        both = isinstance(before, Mapping) and isinstance(value, Mapping)
+        merged[key] = {**before, **value} if both else value  # type: ignore[dict-item]
+    return merged
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -78,6 +103,16 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def header(path: Path) -> dict[str, Any]:
+    """The file's ``version`` and ``metadata`` (empty when there is no file)."""
+    with FileLock(lock_path(path)):
+        return _header(read(path)) if path.exists() else {}
+
+
+def _header(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"version": data.get("version"), "metadata": data.get("metadata")}
 
 
 def lock_path(path: Path) -> str:

@@ -89,6 +89,9 @@ class CassetteSlot:
         gate: called with the URL of any request about to go to a real server; raises to
             refuse it.
         metadata: written into the cassette with what this test records.
+        shared: a named cassette (other tests may record into it too).
+        previous: once closed after recording, the file's header (``version``, ``metadata``)
+            from before the test wrote to it, empty when there was no file; None in replay.
     """
 
     path: Path
@@ -102,6 +105,8 @@ class CassetteSlot:
     on_response: Callable[[Seen], None] | None = None
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    shared: bool = False
+    previous: dict[str, Any] | None = None
     misses: list[CassetteMiss] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
@@ -192,12 +197,19 @@ class CassetteSlot:
         if stack is None:
             return None
         stack.close()
-        if self.mode == "none" or not keep:
+        if self.mode == "none":
             return None
-        from pytest_harness.cassettes import store
+        from pytest_harness.cassettes import files, store
 
-        secrets = secret_values_from_env(os.environ)
-        written = store.save_recordings(
-            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets, metadata=self.metadata
-        )
-        return self.path if written else None
+        previous = None
+        if keep:
+            secrets = secret_values_from_env(os.environ)
+            previous = store.save_recordings(
+                cassette,
+                mode=self.mode,
+                run_id=self.run_id,
+                secrets=secrets,
+                metadata=self.metadata,
+            )
+        self.previous = previous if previous is not None else files.header(self.path)
+        return self.path if previous is not None else None

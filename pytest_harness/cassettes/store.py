@@ -276,23 +276,22 @@ def save_recordings(
     run_id: str,
     secrets: Sequence[str],
     metadata: Mapping[str, Any] | None = None,
-) -> bool:
-    """Write what ``cassette`` recorded during this test; return whether a file was written.
+) -> dict[str, Any] | None:
+    """Write what ``cassette`` recorded during this test (``files.merge_and_write``).
 
-    ``all``: the file holds what this recording run recorded into it (the earlier tests of
-    the run that share it, then this one). ``new``: the file keeps what it had and gains the
-    new interactions. Raises CassetteError when a secret is found; nothing is written then.
+    Returns:
+        None when the test recorded nothing (no file written), else the file's header from
+        before the write (empty when there was no file).
     """
     new = [
         files.interaction(request._to_dict(), response)
         for request, response in cassette.recorded_now
     ]
     if not new:
-        return False
-    files.merge_and_write(
+        return None
+    return files.merge_and_write(
         cassette.file, new, mode=mode, run_id=run_id, secrets=secrets, metadata=metadata
     )
-    return True
 
 
 def _load_request(raw: Mapping[str, Any]) -> Any:

@@ -1,0 +1,144 @@
+"""The session's report: every test's harness records, as terminal tables, JSON or HTML.
+
+Each feature stores its records in the test's ``user_properties`` as JSON (one property kind
+per section below): pytest-xdist ships them from the workers to the controller and JUnit XML
+writes them. ``SessionReport`` collects them on the controller and, at the end of the
+session, prints a table per section and writes ``--harness-report=PATH`` (HTML when PATH
+ends in ``.html``, else JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_harness import drift, report, report_runs, samples, spend
+from pytest_harness.item_report import CALIBRATION_PROPERTY
+from pytest_harness.report import records_in
+from pytest_harness.tables import money, tabulate
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One kind of record: its JSON key, its JUnit property, its terminal table."""
+
+    key: str
+    property: str
+    title: str
+    table: Callable[[Rows], str]
+    always: bool = False  # shown without -v or --harness-report (verdict drift)
+
+
+def usage_table(records: Rows) -> str:
+    """Per test: model calls, tokens and cost; then the session's total."""
+    rows = [[r["test"], r["calls"], r["tokens"], money(r["cost"])] for r in records]
+    costs = [r["cost"] for r in records if r["cost"] is not None]
+    total = sum(costs) if costs else None
+    rows.append(["total", sum(r["calls"] for r in records), sum(r["tokens"] for r in records)])
+    rows[-1].append(money(total))
+    return tabulate(rows, headers=["test", "calls", "tokens", "cost"])
+
+
+def tribunals_table(records: Rows) -> str:
+    """The tribunal runs, then the judges' agreement per tribunal."""
+    text = report.session_table(records)
+    rows = report.agreement(records)
+    if any(row["runs"] for row in rows):
+        text += "\n\n" + report.agreement_table(rows)
+    return text
+
+
+def calibrations_table(records: Rows) -> str:
+    """Per calibration: the panel's accuracy and kappa, and the judges the probes flagged."""
+    rows = []
+    for r in records:
+        panel = r["panel"]
+        rows.append(
+            [
+                r["test"],
+                r["tribunal"],
+                f"{panel['scored']}/{r['items']}",
+                _figure(panel["accuracy"]),
+                _figure(panel["kappa"]),
+                ", ".join(r.get("flagged") or []) or "-",
+                r.get("outcome", "-"),
+            ]
+        )
+    headers = ["test", "tribunal", "scored", "accuracy", "kappa", "flagged", "outcome"]
+    return tabulate(rows, headers=headers)
+
+
+SECTIONS = (
+    Section("usage", spend.USAGE_PROPERTY, "model calls", usage_table),
+    Section("runs", report_runs.RUN_PROPERTY, "agent runs", report_runs.runs_table),
+    Section(
+        "transcripts",
+        report_runs.TRANSCRIPT_PROPERTY,
+        "simulated conversations",
+        report_runs.transcripts_table,
+    ),
+    Section("samples", samples.SAMPLES_PROPERTY, "sampled tests", samples.samples_table),
+    Section("calibrations", CALIBRATION_PROPERTY, "judge calibration", calibrations_table),
+    Section("tribunals", report.RECORD_PROPERTY, "tribunals", tribunals_table),
+    Section("drift", drift.DRIFT_PROPERTY, "verdict drift", drift.drift_table, always=True),
+)
+
+
+class SessionReport:
+    """Collects every test's records (from all xdist workers) and reports them at the end.
+
+    The plugin registers it on the xdist controller.
+
+    Args:
+        path: where to write the report (``.html``: HTML, else JSON), or None.
+        tables: print every section's table (``-v`` or ``--harness-report``); otherwise
+            only the sections shown always (verdict drift while re-recording).
+    """
+
+    def __init__(self, path: Path | None, *, tables: bool = True) -> None:
+        self.path = path
+        self.tables = tables
+        self.data: dict[str, list[dict[str, Any]]] = {s.key: [] for s in SECTIONS}
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "teardown" and report.user_properties:
+            for section in SECTIONS:
+                self.data[section.key] += records_in(report.user_properties, section.property)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for section in SECTIONS:
+            rows = self.data[section.key]
+            if rows and (self.tables or section.always):
+                terminalreporter.write_sep("=", f"pytest-harness {section.title}")
+                terminalreporter.write_line(section.table(rows))
+        if self.path is not None and any(self.data.values()):
+            terminalreporter.write_line(f"harness report written to {self.path}")
+
+    def pytest_sessionfinish(self) -> None:
+        if self.path is not None:
+            write(self.path, self.data)
+
+
+def write(path: Path, data: Mapping[str, Rows]) -> None:
+    """Write the session's records to ``path``: HTML for ``.html``, else JSON."""
+    full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
+    full["agreement"] = report.agreement(full["tribunals"])
+    if path.suffix.lower() in (".html", ".htm"):
+        from pytest_harness import report_html
+
+        report_html.write_html(path, full)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -16,10 +16,12 @@ from pytest_harness.tables import REASON_WIDTH, clip, money, seconds, tabulate
 
 RUN_PROPERTY = "harness_run"
 TRANSCRIPT_PROPERTY = "harness_transcript"
+STEP_WIDTH = 2000  # a tool call's arguments and result in a report, at most
 
 
 def run_property(run: Any, test: str | None) -> tuple[str, str]:
-    """One orchestrator run as a JUnit property: tools called, requests, stop, tokens, cost."""
+    """One orchestrator run as a JUnit property: tools called, requests, stop, tokens, cost,
+    and its steps (each tool call: request, tool, arguments, result or error)."""
     data = {
         "test": test,
         "tools": run.tools_called,
@@ -30,6 +32,16 @@ def run_property(run: Any, test: str | None) -> tuple[str, str]:
         "cost": run.cost,
         "time": round(run.wall_time, 3),
         "events": dict(Counter(event.kind for event in run.events)),
+        "steps": [
+            {
+                "request": call.request,
+                "tool": call.name,
+                "arguments": clip(call.raw_arguments, STEP_WIDTH),
+                "result": None if call.result is None else clip(call.result, STEP_WIDTH),
+                "error": call.error,
+            }
+            for call in run.tool_calls
+        ],
     }
     return RUN_PROPERTY, json.dumps(data, sort_keys=True)
 

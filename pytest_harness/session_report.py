@@ -130,9 +130,9 @@ def write(path: Path, data: Mapping[str, Rows]) -> None:
     full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
     full["agreement"] = report.agreement(full["tribunals"])
     if path.suffix.lower() in (".html", ".htm"):
-        from pytest_harness import report_html
+        from pytest_harness.html import write_html
 
-        report_html.write_html(path, full)
+        write_html(path, full)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")

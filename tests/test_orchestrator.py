@@ -369,6 +369,15 @@ def test_each_run_is_in_the_session_report_and_json(pytester: pytest.Pytester) -
     (data,) = json.loads((pytester.path / "r.json").read_text())["runs"]
     assert data["tools"] == ["lookup"]
     assert (data["requests"], data["stop_reason"], data["tool_errors"]) == (2, "done", 0)
+    assert data["steps"] == [  # the trajectory, for the HTML report
+        {
+            "request": 1,
+            "tool": "lookup",
+            "arguments": '{"order": "A-1"}',
+            "result": "shipped",
+            "error": None,
+        }
+    ]
 
 
 def test_abort_from_a_callback_runs_no_tool_and_makes_no_request(

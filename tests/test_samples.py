@@ -244,3 +244,35 @@ def test_a_cassette_miss_stops_sampling(pytester: pytest.Pytester) -> None:
     assert "CassetteMiss" in text
     assert "--harness-live" in text
     assert "sample 2" not in text  # stopped at the first sample, not counted as 6 failures
+
+
+APPLICATION = """
+import litellm
+import pytest
+
+@pytest.mark.harness(samples=3, pass_rate=0.6)
+def test_application_reply(harness):
+    reply = litellm.completion(
+        model="openai/loopback", api_base="{url}", api_key="loopback-not-a-secret",
+        messages=[{{"role": "user", "content": "Where is my order?"}}],
+    )
+    assert reply is not None  # the application got a reply; the harness checks it
+"""
+
+
+def test_a_bad_response_the_application_received_fails_only_its_sample(
+    pytester: pytest.Pytester,
+) -> None:
+    answers = iter([Reply(content="On its way."), Reply(content=""), Reply(content="Today.")])
+    with LoopbackServer(handler=lambda body: next(answers)) as server:
+        pytester.makepyfile(test_app=APPLICATION.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        result = outcomes(pytester, "--harness-live", "-v", "--harness-report=r.json")
+    result.assert_outcomes(passed=1)  # 2 of 3 reach 0.6; the empty reply is not a test failure
+    (row,) = json.loads((pytester.path / "r.json").read_text())["samples"]
+    assert row["passes"] == 2
+    (failure,) = row["failures"]
+    assert failure["sample"] == 2
+    assert failure["reason"].startswith(
+        "InvalidResponse: model 'loopback' returned an empty response"
+    )

@@ -87,6 +87,8 @@ class Agent:
         params: other litellm parameters (``max_tokens``, ``api_base``, ...).
         structured: use the provider's ``response_format`` (True), the prompt (False), or
             decide from what litellm knows of the model (None, the default).
+        examples: few-shot ``(input, expected output)`` pairs, shown in the system message
+            after the instructions, in order (class attribute only).
     """
 
     model: ClassVar[str | None] = None
@@ -95,6 +97,7 @@ class Agent:
     temperature: ClassVar[float | None] = None
     params: ClassVar[Mapping[str, Any]] = {}
     structured: ClassVar[bool | None] = None
+    examples: ClassVar[Sequence[tuple[Any, Any]]] = ()
 
     def __init__(
         self,
@@ -210,6 +213,8 @@ class Agent:
 
     def _messages(self, schema_text: str | None) -> list[dict[str, Any]]:
         system = [self.instructions] if self.instructions else []
+        if self.examples:
+            system.append(_examples_text(self.examples, self.name))
         if isinstance(self.memory, str) and self.memory:
             system.append(f"Notes from earlier:\n{self.memory}")
         if schema_text is not None:
@@ -237,3 +242,21 @@ class Agent:
 
 def _as_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _examples_text(examples: Sequence[Any], agent: str) -> str:
+    """The few-shot examples as the system message shows them: each input, then its output."""
+    shown = []
+    for number, pair in enumerate(examples, 1):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ConfigError(
+                f"agent {agent}: example {number} is {pair!r:.80}; write each example as a "
+                'pair (input, expected output), e.g. examples = [("Thanks!", {"pass": True})]'
+            )
+        shown.append(f"Input: {_text(pair[0])}\nOutput: {_text(pair[1])}")
+    return "Examples:\n\n" + "\n\n".join(shown)
+
+
+def _text(value: Any) -> str:
+    """A string as it is, anything else as JSON (as ``prompt`` shows a non-string input)."""
+    return value if isinstance(value, str) else _as_json(value)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_harness.cassettes.files import FORMAT_VERSION
 from pytest_harness.errors import CassetteError
 from pytest_harness.tables import tabulate
 
@@ -84,13 +85,14 @@ def compare(
     """
     if not previous:
         return []
-    metadata = previous.get("metadata")
-    if previous.get("version") != 1 or not isinstance(metadata, Mapping) or "run" not in metadata:
+    metadata: Mapping[str, Any] = previous.get("metadata") or {}
+    ours = isinstance(metadata, Mapping) and "run" in metadata  # written by a recording run
+    if previous.get("version") != FORMAT_VERSION or not ours:
         raise CassetteError(
             f"verdict drift: the previous {path} is not a pytest-harness cassette (format "
             f"version {previous.get('version')!r}, no recording run in its metadata), so its "
-            "verdicts cannot be compared. The new recording is saved; the next re-recording "
-            "compares against it."
+            "verdicts cannot be compared. Once this test's new recording is saved (it is when "
+            "the test passes), re-recordings compare against it."
         )
     kept = metadata.get(METADATA_KEY) or {}
     old = kept.get(test)
@@ -100,8 +102,8 @@ def compare(
             raise CassetteError(
                 f"verdict drift: the previous {path} holds the verdicts of another test "
                 f"({', '.join(others)}), not of {test}: was the file copied or the test "
-                "renamed? Nothing was compared. The new recording is saved; the next "
-                "re-recording compares against it."
+                "renamed? Nothing was compared. Once this test's new recording is saved (it is "
+                "when the test passes), re-recordings compare against it."
             )
         return []
     if old.get("run") == new.get("run"):

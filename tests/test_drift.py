@@ -154,7 +154,7 @@ def test_a_cassette_of_another_test_is_named() -> None:
     message = str(caught.value)
     assert "c/t.yaml" in message
     assert "t.py::test_other" in message
-    assert "The new recording is saved" in message
+    assert "Once this test's new recording is saved" in message
     # a named cassette is shared: other tests' verdicts there are no mistake
     assert drift.compare(old, NEW, test="t.py::test_me", path=Path("c/t.yaml"), shared=True) == []
 

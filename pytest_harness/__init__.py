@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_harness.agent import Agent, Result
+    from pytest_harness.calibration.assertions import assert_calibrated
+    from pytest_harness.calibration.labels import LabelError
+    from pytest_harness.calibration.probes import Padding
+    from pytest_harness.calibration.result import Calibration
+    from pytest_harness.calibration.run import calibrate
     from pytest_harness.errors import (
         AgentTimeout,
         AllAgentsFailed,
@@ -54,6 +59,7 @@ __all__ = [
     "AgentTimeout",
     "AllAgentsFailed",
     "BudgetExceeded",
+    "Calibration",
     "CassetteError",
     "CassetteMiss",
     "ConfigError",
@@ -66,10 +72,12 @@ __all__ = [
     "InvalidResponse",
     "JudgeOutputError",
     "KnowledgeStore",
+    "LabelError",
     "LocalModelError",
     "ModelResponse",
     "NetworkBlocked",
     "Orchestrator",
+    "Padding",
     "ProviderResponseError",
     "ResponseValidator",
     "Result",
@@ -88,7 +96,9 @@ __all__ = [
     "UsageLimits",
     "Verdict",
     "acomplete",
+    "assert_calibrated",
     "assert_verdict",
+    "calibrate",
     "complete",
     "tool",
 ]
@@ -98,6 +108,11 @@ _HOME = {
     "Agent": "agent",
     "Result": "agent",
     "Harness": "fixture",
+    "assert_calibrated": "calibration.assertions",
+    "LabelError": "calibration.labels",
+    "Padding": "calibration.probes",
+    "Calibration": "calibration.result",
+    "calibrate": "calibration.run",
     "acomplete": "model",
     "complete": "model",
     "Orchestrator": "orchestrator.loop",

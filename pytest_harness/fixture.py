@@ -14,6 +14,7 @@ from pytest_harness.tribunal.declare import Tribunal
 from pytest_harness.tribunal.verdicts import Verdict
 
 if TYPE_CHECKING:
+    from pytest_harness.calibration.result import Calibration
     from pytest_harness.orchestrator.loop import Orchestrator
     from pytest_harness.orchestrator.run import Run
 
@@ -80,3 +81,22 @@ class Harness:
         """Run a tribunal and return its Verdict without asserting on it."""
         verdict: Verdict = panel_for(tribunal, input, **kwargs).call().verdict
         return verdict
+
+    def calibrate(self, tribunal: type[Tribunal], labelled: Any, **options: Any) -> Calibration:
+        """``pytest_harness.calibrate`` (same options) for this test: a relative labels path
+        is read from the test module's folder, and the calibration is in the report."""
+        from pytest_harness.calibration.run import calibrate
+
+        options.setdefault("base", self.folder)
+        return calibrate(tribunal, labelled, **options)
+
+    def assert_calibrated(
+        self, tribunal: type[Tribunal], labelled: Any, **options: Any
+    ) -> Calibration:
+        """``pytest_harness.assert_calibrated`` (same options) for this test: fails unless the
+        panel reaches ``min_accuracy`` / ``min_kappa`` and no probe flags a judge."""
+        __tracebackhide__ = True
+        from pytest_harness.calibration.assertions import assert_calibrated
+
+        options.setdefault("base", self.folder)
+        return assert_calibrated(tribunal, labelled, **options)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_harness import drift, report, report_runs, samples, spend
+from pytest_harness.calibration.scores import figure, percent
 from pytest_harness.item_report import CALIBRATION_PROPERTY
 from pytest_harness.report import records_in
 from pytest_harness.tables import money, tabulate
@@ -64,8 +65,8 @@ def calibrations_table(records: Rows) -> str:
                 r["test"],
                 r["tribunal"],
                 f"{panel['scored']}/{r['items']}",
-                _figure(panel["accuracy"]),
-                _figure(panel["kappa"]),
+                percent(panel["accuracy"]),
+                figure(panel["kappa"]),
                 ", ".join(r.get("flagged") or []) or "-",
                 r.get("outcome", "-"),
             ]
@@ -138,7 +139,3 @@ def write(path: Path, data: Mapping[str, Rows]) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, path)
-
-
-def _figure(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

@@ -276,3 +276,37 @@ def test_a_bad_response_the_application_received_fails_only_its_sample(
     assert failure["reason"].startswith(
         "InvalidResponse: model 'loopback' returned an empty response"
     )
+
+
+class ScriptedJudge:
+    """Fails the samples whose request number is in ``failing`` (one request per sample)."""
+
+    def __init__(self, failing: set[int]) -> None:
+        self.failing = failing
+        self.seen = itertools.count(1)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        return Reply(content=json.dumps({"pass": next(self.seen) not in self.failing}))
+
+
+@pytest.mark.parametrize(
+    ("failing", "pass_rate", "line"),
+    [
+        ({2, 5}, 4 / 6, "PASSED (4/6 passed (66.7%, 95% CI 30%-90.3%), needs 4)"),  # at p
+        ({2, 5}, 0.7, "FAILED (4/6 passed (66.7%, 95% CI 30%-90.3%), needs 5)"),
+        (set(), 1.0, "PASSED (6/6 passed (100%, 95% CI 61%-100%), needs 6)"),
+        (set(range(1, 7)), 0.1, "FAILED (0/6 passed (0%, 95% CI 0%-39%), needs 1)"),
+    ],
+)
+def test_verdicts_of_a_scripted_judge_decide_the_rate(
+    pytester: pytest.Pytester, failing: set[int], pass_rate: float, line: str
+) -> None:
+    suite = JUDGED.replace("pass_rate=0.5", f"pass_rate={pass_rate!r}")
+    suite = suite.replace(
+        "def test_judged", "@pytest.mark.harness(cassette=False)\ndef test_judged"
+    )
+    with LoopbackServer(handler=ScriptedJudge(failing)) as server:
+        pytester.makepyfile(test_judged=suite.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        result = outcomes(pytester, "-v")
+    assert f"test_judged.py::test_judged {line}" in result.stdout.str()

@@ -8,11 +8,10 @@ each failure, then the calibration's tables.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pytest_harness.calibration.result import Calibration
-from pytest_harness.calibration.run import CONCURRENCY, acalibrate, calibrate
+from pytest_harness.calibration.run import acalibrate, calibrate
 from pytest_harness.tribunal.declare import Tribunal
 
 
@@ -22,17 +21,15 @@ def assert_calibrated(
     *,
     min_accuracy: float | None = None,
     min_kappa: float | None = None,
-    probes: Any = (),
-    max_flip_rate: float = 0.1,
-    base: Path | None = None,
-    concurrency: int = CONCURRENCY,
+    **options: Any,
 ) -> Calibration:
-    """Calibrate ``tribunal`` on ``labelled`` (see ``calibrate``) and fail on a shortfall.
+    """Calibrate ``tribunal`` on ``labelled`` and fail on a shortfall.
 
     Args:
         min_accuracy: the panel's accuracy must reach this share (0 to 1).
         min_kappa: the panel's Cohen's kappa must reach this (-1 to 1); an undefined kappa
             fails it.
+        options: ``calibrate``'s (``probes``, ``max_flip_rate``, ``base``, ``concurrency``).
 
     Returns:
         The Calibration, when nothing failed.
@@ -43,14 +40,7 @@ def assert_calibrated(
     """
     __tracebackhide__ = True
     calibration = calibrate(
-        tribunal,
-        labelled,
-        probes=probes,
-        max_flip_rate=max_flip_rate,
-        base=base,
-        concurrency=concurrency,
-        min_accuracy=min_accuracy,
-        min_kappa=min_kappa,
+        tribunal, labelled, min_accuracy=min_accuracy, min_kappa=min_kappa, **options
     )
     return check(calibration)
 

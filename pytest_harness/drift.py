@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_harness.cassettes.files import FORMAT_VERSION
 from pytest_harness.errors import CassetteError
-from pytest_harness.tables import tabulate
+from pytest_harness.report.tables import tabulate
 
 DRIFT_PROPERTY = "harness_drift"
 METADATA_KEY = "verdicts"

@@ -29,7 +29,7 @@ class ItemReports:
         item: the test.
         harness: the test's ``harness`` fixture object, once it asked for it.
         sample: the running sample's number in a sampled test, else None.
-        tribunals: the records of the tribunal runs so far (``report.record``).
+        tribunals: the records of the tribunal runs so far (``report.tribunals.record``).
     """
 
     def __init__(self, item: pytest.Item) -> None:
@@ -48,7 +48,7 @@ class ItemReports:
             self._calibration(payload)
 
     def _tribunal(self, done: Any) -> None:
-        from pytest_harness import report
+        from pytest_harness.report import tribunals as report
 
         data = report.record(done.tribunal, done.error, self.item.nodeid, sample=self.sample)
         self.tribunals.append(data)
@@ -60,7 +60,7 @@ class ItemReports:
 
     def _agent(self, topic: str, payload: Any) -> None:
         """An orchestrator run or a simulated conversation."""
-        from pytest_harness import report_runs
+        from pytest_harness.report import runs as report_runs
 
         nodeid = self.item.nodeid
         if topic == "run":

@@ -172,7 +172,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
     shown = config.option.harness_report is not None or config.option.verbose > 0
     if workerinput is None and (shown or recording):  # the controller reports for all workers
-        from pytest_harness.session_report import SessionReport
+        from pytest_harness.report.session import SessionReport
 
         path = settings(config).report
         written = config.invocation_params.dir / path if path else None

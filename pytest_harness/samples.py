@@ -32,7 +32,7 @@ from pytest_harness.errors import (
     NetworkBlocked,
     find_cause,
 )
-from pytest_harness.tables import clip, tabulate
+from pytest_harness.report.tables import clip, tabulate
 
 SAMPLES_PROPERTY = "harness_samples"
 LINE_PROPERTY = "harness_pass_rate"

@@ -39,7 +39,7 @@ from typing import Any
 
 from pytest_harness.calibration.scores import Agreement, ProbeResult, Score, figure, percent
 from pytest_harness.errors import ConfigError
-from pytest_harness.tables import clip, tabulate
+from pytest_harness.report.tables import clip, tabulate
 
 # What a fair verdict must not depend on, per built-in probe (for failure messages).
 _INVARIANT = {

@@ -161,7 +161,7 @@ def _message(run: Run[Any], problem: str) -> str:
 def table(run: Run[Any]) -> str:
     """The trajectory: one row per tool call (request, tool, arguments, result or error, time)
     and per middleware event (a retry, a compaction, a warning: its kind in brackets)."""
-    from pytest_harness.tables import tabulate
+    from pytest_harness.report.tables import tabulate
 
     if not run.tool_calls and not run.events:
         return "(no tool calls)"

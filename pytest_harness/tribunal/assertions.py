@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_harness import report
 from pytest_harness.agent import Result
 from pytest_harness.errors import AllAgentsFailed, ConfigError
+from pytest_harness.report import tribunals as report
 from pytest_harness.tribunal.declare import Tribunal
 from pytest_harness.tribunal.verdicts import Verdict
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_harness.tables import REASON_WIDTH, clip, money, seconds, tabulate
+from pytest_harness.report.tables import REASON_WIDTH, clip, money, seconds, tabulate
 
 RUN_PROPERTY = "harness_run"
 TRANSCRIPT_PROPERTY = "harness_transcript"

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_harness.html.markup import (
+from pytest_harness.report.html.markup import (
     Html,
     cells,
     element,
@@ -19,7 +19,7 @@ from pytest_harness.html.markup import (
     section,
     table,
 )
-from pytest_harness.tables import money, seconds
+from pytest_harness.report.tables import money, seconds
 
 Rows = Sequence[Mapping[str, Any]]
 

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_harness import drift, report, report_runs, samples, spend
+from pytest_harness import drift, samples, spend
 from pytest_harness.calibration.scores import figure, percent
 from pytest_harness.item_report import CALIBRATION_PROPERTY
-from pytest_harness.report import records_in
-from pytest_harness.tables import money, tabulate
+from pytest_harness.report import runs as report_runs
+from pytest_harness.report import tribunals as report
+from pytest_harness.report.tables import money, tabulate
+from pytest_harness.report.tribunals import records_in
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -131,7 +133,7 @@ def write(path: Path, data: Mapping[str, Rows]) -> None:
     full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
     full["agreement"] = report.agreement(full["tribunals"])
     if path.suffix.lower() in (".html", ".htm"):
-        from pytest_harness.html import write_html
+        from pytest_harness.report.html import write_html
 
         write_html(path, full)
         return

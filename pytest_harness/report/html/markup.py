@@ -13,7 +13,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_harness.tables import clip
+from pytest_harness.report.tables import clip
 
 
 class Html(str):

@@ -4,6 +4,6 @@
 ``agents`` one section each, and ``markup`` escapes everything taken from the records.
 """
 
-from pytest_harness.html.page import render, write_html
+from pytest_harness.report.html.page import render, write_html
 
 __all__ = ["render", "write_html"]

@@ -1,6 +1,6 @@
 """The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
 
-``render(data)`` turns the JSON report's dict (``session_report.write``) into a page that
+``render(data)`` turns the JSON report's dict (``report.session.write``) into a page that
 needs nothing but itself: its style and its small script are inline, it names no URL, and its
 Content-Security-Policy lets the page load nothing at all and run only its own script and
 style (by their hashes), so even markup that slipped past escaping could neither run nor
@@ -10,13 +10,13 @@ Everything from the records is escaped (``markup``).
 The keys of ``data`` (every list may be missing or empty; each section shows when it has
 rows, and a page with none says nothing was recorded):
 
-- ``tribunals``: tribunal runs (``report.record``), each with its judges' votes;
-- ``agreement``: per tribunal, percent agreement and Fleiss' kappa (``report.agreement``);
+- ``tribunals``: tribunal runs (``report.tribunals.record``), each with its judges' votes;
+- ``agreement``: per tribunal, percent agreement and Fleiss' kappa (``report.tribunals.agreement``);
 - ``samples``: sampled tests (``samples.Sampling.record``);
 - ``calibrations``: judge calibrations against labels, with their bias probes;
 - ``drift``: verdicts that flipped since the previous recording (``drift.compare``);
 - ``runs`` and ``transcripts``: orchestrator runs and simulated conversations
-  (``report_runs``), with their steps and turns;
+  (``report.runs``), with their steps and turns;
 - ``usage``: per test, model calls, tokens and cost (``spend``).
 
 Hooks for tests and scripts: each section is ``<section id=KEY>``; each record is a
@@ -36,9 +36,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_harness.html import agents, calibration, sections
-from pytest_harness.html.markup import Html, element, join, text
-from pytest_harness.tables import money
+from pytest_harness.report.html import agents, calibration, sections
+from pytest_harness.report.html.markup import Html, element, join, text
+from pytest_harness.report.tables import money
 
 Rows = Sequence[Mapping[str, Any]]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_harness.html.markup import (
+from pytest_harness.report.html.markup import (
     Html,
     cells,
     count,

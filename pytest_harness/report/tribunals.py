@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness.errors import describe
-from pytest_harness.tables import REASON_WIDTH, clip, money, seconds, tabulate
+from pytest_harness.report.tables import REASON_WIDTH, clip, money, seconds, tabulate
 from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
 
 if TYPE_CHECKING:

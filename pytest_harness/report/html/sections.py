@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_harness.html.markup import (
+from pytest_harness.report.html.markup import (
     Html,
     cells,
     element,
@@ -23,7 +23,7 @@ from pytest_harness.html.markup import (
     table,
     vote,
 )
-from pytest_harness.tables import money, seconds
+from pytest_harness.report.tables import money, seconds
 
 Rows = Sequence[Mapping[str, Any]]
 

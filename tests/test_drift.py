@@ -107,16 +107,17 @@ def _vote(judge: str, old: bool, new: bool) -> dict[str, Any]:
     return {"judge": judge, "old": old, "new": new}
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["in-process", "xdist"])
 def test_drift_is_shown_without_verbose_and_only_while_recording(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:
     votes = Votes(FIRST)
     record(pytester, votes).assert_outcomes(passed=3)
     votes.table[("Kind", "reply b")] = True
-    result = record(pytester, votes)  # neither -v nor --harness-report
+    result = record(pytester, votes, *workers)  # neither -v nor --harness-report
     result.assert_outcomes(passed=3)
     text = result.stdout.str()
-    assert "pytest-harness verdict drift" in text
+    assert "test_judged.py::test_b  Panel#1     fail -> pass  Kind: fail -> pass" in text
     assert "pytest-harness tribunals" not in text  # the other tables still need -v
 
 

@@ -92,11 +92,12 @@ class ItemReports:
         Raises:
             CassetteError: the replaced file cannot be compared (another format or test).
         """
-        if slot.previous is None or not self.tribunals:
+        previous = slot.previous() if self.tribunals else None
+        if previous is None:
             return
         from pytest_harness import drift
 
         nodeid = self.item.nodeid
         new = slot.metadata[drift.METADATA_KEY][nodeid]
-        rows = drift.compare(slot.previous, new, test=nodeid, path=slot.path, shared=slot.shared)
+        rows = drift.compare(previous, new, test=nodeid, path=slot.path, shared=slot.shared)
         self.item.user_properties.extend(drift.junit_properties(rows))

@@ -90,8 +90,6 @@ class CassetteSlot:
             refuse it.
         metadata: written into the cassette with what this test records.
         shared: a named cassette (other tests may record into it too).
-        previous: once closed after recording, the file's header (``version``, ``metadata``)
-            from before the test wrote to it, empty when there was no file; None in replay.
     """
 
     path: Path
@@ -106,11 +104,12 @@ class CassetteSlot:
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     shared: bool = False
-    previous: dict[str, Any] | None = None
     misses: list[CassetteMiss] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
     _closed: bool = False
+    _recorded: bool = False  # closed after routing traffic in a recording mode
+    _previous: dict[str, Any] | None = None
     _stack: contextlib.ExitStack | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -199,17 +198,25 @@ class CassetteSlot:
         stack.close()
         if self.mode == "none":
             return None
-        from pytest_harness.cassettes import files, store
+        self._recorded = True
+        if not keep:
+            return None
+        from pytest_harness.cassettes import store
 
-        previous = None
-        if keep:
-            secrets = secret_values_from_env(os.environ)
-            previous = store.save_recordings(
-                cassette,
-                mode=self.mode,
-                run_id=self.run_id,
-                secrets=secrets,
-                metadata=self.metadata,
-            )
-        self.previous = previous if previous is not None else files.header(self.path)
-        return self.path if previous is not None else None
+        secrets = secret_values_from_env(os.environ)
+        self._previous = store.save_recordings(
+            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets, metadata=self.metadata
+        )
+        return self.path if self._previous is not None else None
+
+    def previous(self) -> dict[str, Any] | None:
+        """After a recording: the file's header (``version``, ``metadata``) from before this
+        test wrote to it (empty when there was no file); None in replay or before ``close``.
+        """
+        if not self._recorded:
+            return None
+        if self._previous is None:  # the test wrote nothing: the file is as it was
+            from pytest_harness.cassettes import files
+
+            self._previous = files.header(self.path)
+        return self._previous

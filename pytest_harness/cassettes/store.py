@@ -9,13 +9,13 @@ server and records nothing). Every interaction played or recorded is shown to th
 cassette's watcher; a live request is first shown to its gate (the cost budget). The file
 itself (format, atomic merged writes) is ``files``'s business.
 
-The only module of the package that imports vcrpy; it is itself imported only when a test
-that uses the harness starts, or another test first calls a model.
+With ``persister`` (which reads a file into vcrpy's objects), the only modules of the package
+that import vcrpy; it is itself imported only when a test that uses the harness starts, or
+another test first calls a model.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import json
@@ -28,11 +28,11 @@ from vcr.cassette import Cassette
 from vcr.patch import CassettePatcherBuilder
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
-from vcr.request import Request
 
 from pytest_harness import scope
 from pytest_harness.cassettes import files, matching, patching, scrub
-from pytest_harness.errors import CassetteError, CassetteMiss, describe
+from pytest_harness.cassettes.persister import Persister
+from pytest_harness.errors import CassetteMiss
 
 # A replayed call asks for the key of the same request several times (vcrpy's
 # can_play_response_for, play_response, and the miss check); the canonical JSON is the cost.
@@ -92,7 +92,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         passes = matching.host_filter(ignore_hosts)
         super().__init__(
             path,
-            persister=_Persister,
+            persister=Persister,
             record_mode=_RECORD_MODES[mode],
             before_record_request=lambda request: (
                 None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
@@ -169,7 +169,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self.record_mode == RecordMode.ALL:
             return  # re-recording from scratch: the old file is neither needed nor trusted
         try:
-            requests, responses, metadata = _Persister.load(self.file)
+            requests, responses, metadata = Persister.load(self.file)
         except CassetteNotFoundError:
             return
         for request, response in zip(requests, responses, strict=True):
@@ -292,47 +292,3 @@ def save_recordings(
     return files.merge_and_write(
         cassette.file, new, mode=mode, run_id=run_id, secrets=secrets, metadata=metadata
     )
-
-
-def _load_request(raw: Mapping[str, Any]) -> Any:
-    body = raw.get("body")
-    if isinstance(body, dict):
-        body = base64.b64decode(body.get("base64", ""))
-    elif isinstance(body, str):
-        body = body.encode("utf-8")
-    return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
-
-
-def _load_response(raw: Mapping[str, Any]) -> dict[str, Any]:
-    body = raw.get("body") or {}
-    if "base64" in body:
-        content = base64.b64decode(body["base64"])
-    else:
-        content = str(body.get("string", "")).encode("utf-8")
-    return {**raw, "body": {"string": content}}
-
-
-class _Persister:
-    """Loads cassettes for ``HarnessCassette`` (saving goes through ``save_recordings``)."""
-
-    @staticmethod
-    def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
-        if not path.is_file():
-            raise CassetteNotFoundError()
-        data = files.read(path)
-        if not data:
-            raise CassetteNotFoundError()
-        try:
-            interactions = data.get("interactions", [])
-            requests = [_load_request(i["request"]) for i in interactions]
-            responses = [_load_response(i["response"]) for i in interactions]
-        except (KeyError, TypeError, ValueError) as error:
-            raise CassetteError(
-                f"cassette {path} has a malformed interaction ({describe(error)}). "
-                "Delete it and re-record the test with --harness-live."
-            ) from None
-        return requests, responses, dict(data.get("metadata") or {})
-
-    @staticmethod
-    def save_cassette(path: Any, cassette_dict: Any, serializer: Any) -> None:
-        raise CassetteError("cassettes are written by save_recordings, not by vcrpy")

@@ -24,6 +24,7 @@ from typing import Any
 from pytest_harness.cassettes.files import FORMAT_VERSION
 from pytest_harness.errors import CassetteError
 from pytest_harness.report.tables import tabulate
+from pytest_harness.tribunal.verdicts import judge_labels
 
 DRIFT_PROPERTY = "harness_drift"
 METADATA_KEY = "verdicts"
@@ -48,17 +49,8 @@ def entries(records: Sequence[Mapping[str, Any]], run_id: str) -> dict[str, Any]
 
 def judge_votes(votes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``{judge: passed}`` in panel order; a repeated judge name gets ``#2``, ``#3``."""
-    named: dict[str, Any] = {}
-    counts: Counter[str] = Counter()
-    for vote in votes:
-        counts[vote["agent"]] += 1
-        name = (
-            vote["agent"]
-            if counts[vote["agent"]] == 1
-            else f"{vote['agent']}#{counts[vote['agent']]}"
-        )
-        named[name] = vote["passed"]
-    return named
+    labels = judge_labels(vote["agent"] for vote in votes)
+    return {label: vote["passed"] for label, vote in zip(labels, votes, strict=True)}
 
 
 def compare(
@@ -120,10 +112,10 @@ def _flips(
         earlier = before.get(run["key"])
         if earlier is None or earlier["outcome"] == run["outcome"]:
             continue
-        votes = sorted(set(earlier["votes"]) | set(run["votes"]), key=_panel_order(earlier, run))
+        judges = dict.fromkeys([*earlier["votes"], *run["votes"]])  # panel order, once each
         changed = [
             {"judge": judge, "old": earlier["votes"].get(judge), "new": run["votes"].get(judge)}
-            for judge in votes
+            for judge in judges
             if earlier["votes"].get(judge) != run["votes"].get(judge)
         ]
         rows.append(
@@ -139,14 +131,6 @@ def _flips(
             }
         )
     return rows
-
-
-def _panel_order(*runs: Mapping[str, Any]) -> Any:
-    order: dict[str, int] = {}
-    for run in runs:
-        for judge in run["votes"]:
-            order.setdefault(judge, len(order))
-    return order.__getitem__
 
 
 def junit_properties(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

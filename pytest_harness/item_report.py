@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-CALIBRATION_PROPERTY = "harness_calibration"
-
 if TYPE_CHECKING:
     import pytest
 
@@ -71,10 +69,7 @@ class ItemReports:
             (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
 
     def _calibration(self, calibration: Any) -> None:
-        import json
-
-        data = calibration.record(self.item.nodeid)
-        self.item.user_properties.append((CALIBRATION_PROPERTY, json.dumps(data, sort_keys=True)))
+        self.item.user_properties.append(calibration.junit_property(self.item.nodeid))
         if self.harness is not None:
             self.harness.calibrations.append(calibration)
 

@@ -108,15 +108,6 @@ def junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def records_in(properties: Any) -> list[dict[str, Any]]:
-    """The usage records stored in a test report's ``user_properties``."""
-    return [
-        json.loads(value)
-        for name, value in properties
-        if name == USAGE_PROPERTY and isinstance(value, str)
-    ]
-
-
 @dataclass(eq=False)
 class Budget:
     """Refuses live requests once the recorded spend reached a limit (the cassette's gate).

@@ -34,6 +34,7 @@ percentage, as in the tribunals' agreement table. Judges are named by their agen
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ from pytest_harness.errors import ConfigError
 from pytest_harness.report.tables import clip, tabulate
 
 # What a fair verdict must not depend on, per built-in probe (for failure messages).
+CALIBRATION_PROPERTY = "harness_calibration"  # the record's JUnit property
+
 _INVARIANT = {
     "examples": "the order of its few-shot examples",
     "position": "which candidate comes first",
@@ -126,6 +129,10 @@ class Calibration:
             "failures": failures,
             "outcome": "fail" if failures else "pass",
         }
+
+    def junit_property(self, test: str | None) -> tuple[str, str]:
+        """The record as the test's JUnit property (the session report reads it back)."""
+        return CALIBRATION_PROPERTY, json.dumps(self.record(test), sort_keys=True)
 
     def table(self) -> str:
         """The terminal tables: scores per judge and the panel, agreement, then probes."""

@@ -25,7 +25,6 @@ row, not 200): they run with every listener of the test's scope except for the
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from pytest_harness.calibration.result import Calibration, check_thresholds
 from pytest_harness.calibration.scores import Agreement, ProbeResult, Score
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal.verdicts import judge_labels
 
 CONCURRENCY = 8
 
@@ -103,7 +103,7 @@ async def acalibrate(
     _check_arguments(max_flip_rate, concurrency)
     check_thresholds(min_accuracy, min_kappa)
     items = labels.load(labelled, base=base)
-    names = judge_names(specs)
+    names = judge_labels(spec.__name__ for spec in specs)
     kept = tuple(_without_tribunals(listener) for listener in scope.current().listeners)
     with scope.override(listeners=kept):
         jobs = [_panel_job(tribunal, item, len(specs)) for item in items]
@@ -149,17 +149,6 @@ def judges_of(tribunal: Any) -> list[Any]:
                 "subclasses), not instances built with one input"
             )
     return specs
-
-
-def judge_names(specs: Sequence[Any]) -> list[str]:
-    """Each judge's name, with ``#2``, ``#3`` added when a name repeats in the panel."""
-    seen: Counter[str] = Counter()
-    names = []
-    for spec in specs:
-        name = spec.__name__
-        seen[name] += 1
-        names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return names
 
 
 def _panel_job(tribunal: type[Tribunal], item: Labelled, n: int) -> asking.Job[Asked]:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_harness import drift, samples, spend
+from pytest_harness.calibration.result import CALIBRATION_PROPERTY
 from pytest_harness.calibration.scores import figure, percent
-from pytest_harness.item_report import CALIBRATION_PROPERTY
 from pytest_harness.report import runs as report_runs
 from pytest_harness.report import tribunals as report
 from pytest_harness.report.tables import money, tabulate

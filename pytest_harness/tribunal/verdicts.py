@@ -6,7 +6,8 @@ decision (or the tribunal's ``process`` function's), totals and agreement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -165,6 +166,16 @@ def _vote(result: Any, strategy: Strategy, evaluate: Evaluator, *, shown_only: b
         tokens=getattr(result, "tokens", 0) or 0,
         cost=getattr(result, "cost", None),
     )
+
+
+def judge_labels(names: Iterable[str]) -> list[str]:
+    """Judges named by panel position: a name that repeats gets ``#2``, ``#3``."""
+    seen: Counter[str] = Counter()
+    labels = []
+    for name in names:
+        seen[name] += 1
+        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return labels
 
 
 def default_vote(result: Any) -> Any:

@@ -39,8 +39,13 @@ def echo(body: dict[str, Any]) -> Reply:
 @pytest.fixture(scope="module", autouse=True)
 def _heavy_imports_first() -> None:
     # pytester's in-process runs forget the modules they import; litellm cannot be imported
-    # twice in one process, and the others are slow to.
+    # twice in one process, and the others are slow to. httpx and httpx2 import their
+    # transport (httpcore, httpcore2, h11) on first use and map its exceptions by class: a
+    # transport imported again by a later run raises classes the map no longer knows.
     import aiohttp  # noqa: F401
+    import h11  # noqa: F401
+    import httpcore  # noqa: F401
+    import httpcore2  # noqa: F401
     import httpx  # noqa: F401
     import openai  # noqa: F401
     import requests  # noqa: F401
@@ -64,6 +69,57 @@ def app(pytester: pytest.Pytester, model_server: LoopbackServer) -> pytest.Pytes
     pytester.makeini("[pytest]\n")
     pytester.makeconftest(f"URL = {model_server.url!r}\nKEY = {KEY!r}\n")
     return pytester
+
+
+# The application's chat call, on each transport an application may use: the OpenAI SDK (3.x
+# sends through httpx2/httpcore2) and a plain httpx client speaking the same wire format.
+# ``chat`` returns the reply's text, or a stream's text deltas; CONNECTION_ERRORS is what the
+# client raises when the connection breaks.
+OPENAI_SDK = """
+import openai
+from conftest import KEY, URL
+
+CONNECTION_ERRORS = (openai.APIConnectionError,)
+
+def chat(text, *, model="gpt-4o-mini", stream=False, retries=2):
+    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=retries) as client:
+        reply = client.chat.completions.create(
+            model=model, stream=stream, messages=[{"role": "user", "content": text}])
+        if not stream:
+            return reply.choices[0].message.content
+        return [chunk.choices[0].delta.content for chunk in reply if chunk.choices]
+"""
+
+PLAIN_HTTPX = """
+import json
+import httpx
+from conftest import KEY, URL
+
+CONNECTION_ERRORS = (httpx.TransportError,)
+
+def chat(text, *, model="gpt-4o-mini", stream=False, retries=0):
+    body = {"model": model, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        body["stream"] = True
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=URL, headers=headers) as client:
+        if not stream:
+            reply = client.post("/chat/completions", json=body)
+            reply.raise_for_status()
+            return reply.json()["choices"][0]["message"]["content"]
+        with client.stream("POST", "/chat/completions", json=body) as reply:
+            reply.raise_for_status()
+            lines = [line[6:] for line in reply.iter_lines() if line.startswith("data: ")]
+    chunks = [json.loads(line) for line in lines if line != "[DONE]"]
+    return [chunk["choices"][0]["delta"].get("content") for chunk in chunks if chunk["choices"]]
+"""
+
+
+@pytest.fixture(params=["openai-httpx2", "httpx"])
+def chat(request: pytest.FixtureRequest, app: pytest.Pytester) -> str:
+    """The application's chat client (module ``chat`` of the test project): each transport."""
+    app.makepyfile(chat=OPENAI_SDK if request.param == "openai-httpx2" else PLAIN_HTTPX)
+    return str(request.param)
 
 
 def run(app: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -178,15 +234,11 @@ def test_every_client_records_then_replays_offline(
 
 
 MISS = """
-import time
-import openai, pytest
-from conftest import KEY, URL
+import pytest
+from chat import chat
 
 def ask(text):
-    with openai.OpenAI(base_url=URL, api_key=KEY) as client:  # the SDK's default: 2 retries
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
-    return reply.choices[0].message.content
+    return chat(text)  # the SDK's default: 2 retries
 
 @pytest.mark.harness
 def test_direct():
@@ -208,7 +260,7 @@ def test_swallowed():
 """
 
 
-def test_changed_prompt_is_a_cassette_miss_at_once(app: pytest.Pytester) -> None:
+def test_changed_prompt_is_a_cassette_miss_at_once(app: pytest.Pytester, chat: str) -> None:
     app.makepyfile(test_miss=MISS.replace("PROMPT", "recorded prompt"))
     run(app, "--harness-live").assert_outcomes(passed=3)
     app.makepyfile(test_miss=MISS.replace("PROMPT", "changed prompt"))
@@ -280,36 +332,26 @@ def test_ignored_host_passes_through_and_is_never_recorded(app: pytest.Pytester)
 
 
 BAD = """
-import openai, pytest
-from conftest import KEY, URL
-
-@pytest.fixture
-def client():
-    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=0) as client:
-        yield client
-
-def ask(client, text, **options):
-    return client.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": text}], **options)
+import pytest
+from chat import chat
 
 @pytest.mark.harness
-def test_empty(client):
-    assert ask(client, "empty").choices[0].message.content == ""
+def test_empty():
+    assert chat("empty", retries=0) == ""
 
 @pytest.mark.harness
-def test_think_only(client):
-    assert ask(client, "think").choices[0].message.content.startswith("<think>")
+def test_think_only():
+    assert chat("think", retries=0).startswith("<think>")
 
 @pytest.mark.harness
-def test_unfinished_stream(client):
-    chunks = ask(client, "unfinished", stream=True)
-    assert [c.choices[0].delta.content for c in chunks if c.choices][:2] == ["", "a "]
+def test_unfinished_stream():
+    assert chat("unfinished", stream=True, retries=0)[:2] == ["", "a "]
 """
 
 
 @pytest.mark.parametrize("replay", [False, True], ids=["live", "replay"])
 def test_bad_application_responses_fail_or_warn(
-    app: pytest.Pytester, model_server: LoopbackServer, replay: bool
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str, replay: bool
 ) -> None:
     app.makepyfile(test_bad=BAD)
     if replay:
@@ -334,22 +376,22 @@ def test_bad_application_responses_fail_or_warn(
 
 
 USAGE = """
-import openai, pytest
-from conftest import KEY, URL
+import pytest
+from chat import chat
 
 @pytest.mark.harness
 def test_two_calls():
-    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
-        for text in ("one two three", "four five"):
-            client.chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
+    for text in ("one two three", "four five"):
+        chat(text)
 
 def test_no_harness():
     pass
 """
 
 
-def test_tokens_and_cost_per_test_in_junit_and_the_session_table(app: pytest.Pytester) -> None:
+def test_tokens_and_cost_per_test_in_junit_and_the_session_table(
+    app: pytest.Pytester, chat: str
+) -> None:
     app.makepyfile(test_usage=USAGE)
     run(app, "--harness-live").assert_outcomes(passed=2)
     report = app.path / "junit.xml"
@@ -369,8 +411,9 @@ def test_tokens_and_cost_per_test_in_junit_and_the_session_table(app: pytest.Pyt
 
 
 TRIBUNAL = """
-import openai, pytest
+import pytest
 from pytest_harness import Agent, Tribunal
+from chat import chat
 from conftest import KEY, URL
 
 VOTE = {"type": "object", "properties": {"pass": {"type": "boolean"}}, "required": ["pass"]}
@@ -387,15 +430,12 @@ class Panel(Tribunal):
 
 @pytest.mark.harness
 def test_feature_judged(harness):
-    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "feature"}])
-    harness.assert_verdict(Panel, reply.choices[0].message.content)
+    harness.assert_verdict(Panel, chat("feature"))
 """
 
 
 def test_a_tribunal_judges_the_application_reply_from_one_cassette(
-    app: pytest.Pytester, model_server: LoopbackServer
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
 ) -> None:
     def answer(body: dict[str, Any]) -> Reply:
         if body["model"] == "judge":
@@ -413,20 +453,18 @@ def test_a_tribunal_judges_the_application_reply_from_one_cassette(
 
 
 BUDGET = """
-import openai, pytest
-from conftest import KEY, URL
+import pytest
+from chat import chat
 
 @pytest.mark.harness
 def test_runaway_loop():
-    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
-        for i in range(5):
-            client.chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": f"turn {i}"}])
+    for i in range(5):
+        chat(f"turn {i}")
 """
 
 
 def test_cost_budget_refuses_further_live_calls(
-    app: pytest.Pytester, model_server: LoopbackServer
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
 ) -> None:
     app.makeini("[pytest]\nharness_max_cost = 0.0000001\n")
     app.makepyfile(test_budget=BUDGET)
@@ -442,21 +480,18 @@ def test_cost_budget_refuses_further_live_calls(
 
 
 XDIST = """
-import openai, pytest
-from conftest import KEY, URL
+import pytest
+from chat import chat
 
 @pytest.mark.harness(cassette="shared")
 @pytest.mark.parametrize("text", ["one", "two", "three", "four"])
 def test_shared(text):
-    with openai.OpenAI(base_url=URL, api_key=KEY) as client:
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": text}])
-    assert reply.choices[0].message.content == f"echo: {text}"
+    assert chat(text) == f"echo: {text}"
 """
 
 
 def test_xdist_workers_share_one_cassette_of_application_traffic(
-    app: pytest.Pytester, model_server: LoopbackServer
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
 ) -> None:
     app.makepyfile(test_shared=XDIST)
     run(app, "--harness-live", "-n", "2").assert_outcomes(passed=4)
@@ -579,21 +614,18 @@ def test_session_budget_counts_every_test_and_worker(
 
 
 CUT = """
-import openai, pytest
-from conftest import KEY, URL
+import pytest
+from chat import CONNECTION_ERRORS, chat
 
 @pytest.mark.harness
 def test_cut():
-    with openai.OpenAI(base_url=URL, api_key=KEY, max_retries=0) as client:
-        with pytest.raises(openai.APIConnectionError):
-            list(client.chat.completions.create(
-                model="gpt-4o-mini", stream=True,
-                messages=[{"role": "user", "content": "cut"}]))
+    with pytest.raises(CONNECTION_ERRORS):
+        chat("cut", stream=True, retries=0)
 """
 
 
 def test_a_stream_cut_while_recording_is_not_recorded_and_misses_in_replay(
-    app: pytest.Pytester, model_server: LoopbackServer
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
 ) -> None:
     app.makeini("[pytest]\nharness_record_failed = true\n")
     app.makepyfile(test_cut=CUT)

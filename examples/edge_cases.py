@@ -43,6 +43,8 @@ class EdgeCases(SharedState):
     max_cycles = 2
     member_requests = 3
     member_tool_rounds = 2
+    # Recorded with repeats refused: a member that repeats a message is told to write another.
+    unique_findings = True
 
     def aggregate(self, store: KnowledgeStore) -> list[Any]:
         return [finding.content for finding in store.read_all()]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from pytest_harness.team.scenarios import ids
+from pytest_harness import Agent, SharedState
+from pytest_harness.orchestrator.tools import tool
+from pytest_harness.team.scenarios import Request, ids
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 MESSAGES = ["My parcel is late!", "Where is order A-1?", "My parcel is late, again."]
@@ -244,3 +246,143 @@ def test_under_xdist_the_first_worker_generates_and_the_others_read(
     # Messages generated once (6 requests), not once per worker. Nothing (collected, then
     # deselected) produced nothing, so recorded nothing: each worker tried it (2 x 6).
     assert len(team_suite.requests) == 18
+
+
+def test_changing_a_members_instructions_asks_for_a_new_recording(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    """Recorded, then the Writer's instructions change: the old recording holds scenarios
+    the changed team never wrote, so it is not replayed; the test errors saying why and how
+    to record."""
+    live = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-v", "--harness-live", "-k", "test_reply"
+    )
+    assert outcomes(live)["test_reply[my-parcel-is-late]"] == "PASSED"
+    (old,) = (pytester.path / "cassettes/scenarios").iterdir()
+    team_suite.stop()
+    changed = TEAM.replace("You write customer messages.", "You write angry customer messages.")
+    assert changed != TEAM
+    pytester.makeconftest(changed)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", "-k", "test_reply")
+    assert outcomes(result)["test_reply[scenarios-unavailable]"] == "ERROR"
+    assert "PASSED" not in result.stdout.str()  # no stale scenario was replayed
+    result.stdout.fnmatch_lines(
+        [
+            f"test_suite.py::test_reply: no recorded scenarios of Messages for this input at "
+            f"*. {old.name} was recorded for another declaration or input: the team's members, "
+            "their models or instructions, its settings, or the input changed since, *"
+            "To record them: pytest 'test_suite.py::test_reply' --harness-live",
+        ]
+    )
+    assert old.exists()  # left for the user to delete once the new one is recorded
+
+
+class Writer(Agent):
+    model = "openai/x"
+    instructions = "You write customer messages."
+    params: ClassVar[dict[str, Any]] = {
+        "max_tokens": 50,
+        "api_base": "http://127.0.0.1:1",
+        "api_key": "key-1",
+    }
+
+
+class Reader(Agent):  # declared exactly as Writer: only its name tells them apart
+    model = "openai/x"
+    instructions = "You write customer messages."
+    params: ClassVar[dict[str, Any]] = {
+        "max_tokens": 50,
+        "api_base": "http://127.0.0.1:1",
+        "api_key": "key-1",
+    }
+
+
+@tool
+def lookup(order: str) -> str:
+    """Look an order up."""
+    return order
+
+
+def generation_path(tmp_path: Path, **change: Any) -> Path:
+    """Where a scenarios recording of a two-member team goes, with one thing changed."""
+    writer = type("Writer", (Writer,), change.pop("writer", {}))
+    seat = SharedState.member(writer, **change.pop("member", {}))
+    members = {"writer": [seat, Reader], "swapped": [Reader, seat]}[change.pop("order", "writer")]
+    settings = {"max_cycles": 2, **change.pop("team", {})}
+    team = type("Team", (SharedState,), {"members": members, **settings})
+    request = Request(team, change.pop("input", "late parcels"), change.pop("limit", None))
+    assert not change, change
+    return request.path(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"writer": {"instructions": "You write angry customer messages."}},
+        {"member": {"instruction": "Be upset but polite."}},
+        {"writer": {"model": "openai/y"}},
+        {"order": "swapped"},
+        {"member": {"name": "Author"}},
+        {"writer": {"temperature": 0.9}},
+        {"writer": {"params": {**Writer.params, "max_tokens": 500}}},
+        {"writer": {"tools": [lookup]}},
+        {"member": {"timeout": 5}},
+        {"team": {"coordination": "Read, then write."}},
+        {"team": {"max_cycles": 3}},
+        {"team": {"timeout": 60}},
+        {"team": {"member_requests": 3}},
+        {"team": {"member_tool_rounds": 1}},
+        {"team": {"member_timeout": 30}},
+        {"team": {"unique_findings": True}},
+        {"input": "lost parcels"},
+        {"input": {"topic": "late parcels"}},
+    ],
+    ids=[
+        "agent-instructions",
+        "member-instruction",
+        "model",
+        "member-order",
+        "member-name",
+        "temperature",
+        "params",
+        "tools",
+        "member-own-timeout",
+        "coordination",
+        "max_cycles",
+        "timeout",
+        "member_requests",
+        "member_tool_rounds",
+        "member_timeout",
+        "unique_findings",
+        "input",
+        "input-as-data",
+    ],
+)
+def test_what_shapes_the_teams_requests_names_another_recording(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """Each of these changes what the team asks its models (or how many turns it takes), so
+    a recording made before it must not be replayed after it."""
+    before = generation_path(tmp_path)
+    assert generation_path(tmp_path) == before  # the same declaration: the same recording
+    after = generation_path(tmp_path, **change)
+    assert after.parent == before.parent
+    assert after.name.startswith("Team-")
+    assert after != before
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"writer": {"params": {**Writer.params, "api_base": "https://other.example/v1"}}},
+        {"writer": {"params": {**Writer.params, "api_key": "key-2"}}},
+        {"limit": 2},
+    ],
+    ids=["endpoint", "key", "limit"],
+)
+def test_where_requests_go_and_how_many_scenarios_a_test_takes_keep_the_recording(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """The endpoint and key (the cassette replays without either) and the marker's limit
+    (it picks from what was generated) do not change what is generated."""
+    assert generation_path(tmp_path, **change) == generation_path(tmp_path)

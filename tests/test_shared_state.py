@@ -8,9 +8,10 @@ user message names both), so every assertion is on what the server received.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -244,23 +245,6 @@ def test_terminate_when_is_checked_after_each_full_cycle(server: LoopbackServer)
     assert [f.author for f in result.output] == ["A", "B"]  # B still had its turn
 
 
-def test_timeout_ends_a_team_that_has_no_max_cycles(server: LoopbackServer) -> None:
-    """B answers after 5 s, past the team's 2 s: the deadline cuts its turn off."""
-    A, B = agent(server, "A"), agent(server, "B")
-    warm_up(server, A)
-    healthy = members_write()
-    server.handler = lambda body: Reply(delay=5) if who(body)[0] == "B" else healthy(body)
-    result = team(A, B, timeout=2)().invoke("x")
-    assert (result.terminated_by, result.cycles) == ("timeout", 0)  # cycle 1 never completed
-    (cut,) = result.errors
-    assert cut is result.turns[-1]  # nothing ran after it
-    assert cut.error == (
-        f"Team: {cut.member} in cycle 1 was cut off at the team's timeout of 2 s; its findings "
-        "so far are kept"
-    )
-    assert all(f.cycle == 1 for f in result.output)
-
-
 def test_a_team_without_max_cycles_or_timeout_is_a_value_error(server: LoopbackServer) -> None:
     Team = team(agent(server, "A"))
     with pytest.raises(ValueError, match=r"^Team: set max_cycles or timeout \(or both\)"):
@@ -287,7 +271,7 @@ def test_a_custom_aggregate_makes_the_output(server: LoopbackServer) -> None:
         "TeamResult(team='Team', cycles=2, terminated_by='max_cycles', findings=2, errors=[], "
         "output={'texts': ['A wrote in cycle 1'"
     )
-    assert result.keys() == (
+    assert list(result.keys()) == [
         "output",
         "cycles",
         "terminated_by",
@@ -295,7 +279,7 @@ def test_a_custom_aggregate_makes_the_output(server: LoopbackServer) -> None:
         "turns",
         "store",
         "team",
-    )
+    ]
     with pytest.raises(KeyError, match="a team result has output, cycles, terminated_by"):
         result["verdict"]
 
@@ -349,6 +333,8 @@ def test_instance_keywords_override_the_class_for_that_instance(server: Loopback
     assert Team.max_cycles == 3
     with pytest.raises(ConfigError, match=r"Team.max_cycles expects None or a whole number >= 1"):
         Team(max_cycles=0)
+    with pytest.raises(ConfigError, match=r"^Team.unique_findings expects True .* got 1 \(int\)$"):
+        Team(unique_findings=1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -367,6 +353,11 @@ def test_instance_keywords_override_the_class_for_that_instance(server: Loopback
         ({"member_tool_rounds": -1}, "EdgeCases.member_tool_rounds expects None or a whole"),
         ({"member_timeout": 0}, "EdgeCases.member_timeout expects None or a number of seconds"),
         ({"coordination": "  "}, "EdgeCases.coordination must be non-blank text, or None"),
+        (
+            {"unique_findings": "yes"},
+            r"EdgeCases.unique_findings expects True \(refuse a finding already in the store\) "
+            r"or False \(append it, the default\), got 'yes' \(str\)",
+        ),
         ({"aggregate": "all"}, "EdgeCases.aggregate must be a method"),
     ],
 )
@@ -491,9 +482,17 @@ def test_a_malformed_finding_is_refused_to_the_model_and_not_stored(
     assert result.errors == ()  # the model was told; its turn went on to its end
 
 
-def test_a_finding_already_in_the_store_is_refused(server: LoopbackServer) -> None:
+@pytest.mark.parametrize("where", ["class", "instance"])
+def test_with_unique_findings_a_finding_already_in_the_store_is_refused(
+    server: LoopbackServer, where: str
+) -> None:
+    """An opt-in beyond the seed (whose tool always appends): the model is told why."""
     server.handler = members_write(lambda name, cycle: {"content": "Parcel lost"})
-    result = team(agent(server, "A"), agent(server, "B"), max_cycles=1)().invoke("x")
+    members = (agent(server, "A"), agent(server, "B"))
+    if where == "class":
+        result = team(*members, max_cycles=1, unique_findings=True)().invoke("x")
+    else:
+        result = team(*members, max_cycles=1)(unique_findings=True).invoke("x")
     assert [f.author for f in result.output] == ["A"]
     assert tool_result(server, "write_finding") == "Finding recorded."
     refused = [
@@ -567,3 +566,150 @@ def test_a_cassette_miss_inside_a_member_reaches_the_test_untouched(
     with pytest.raises(CassetteMiss, match=r"^no recording of GET https://example.com$"):
         Team().invoke("x")
     assert {who(body)[0] for body in server.requests} == {"A"}
+
+
+# What the seed says (shared_state.rb), checked against its own words ---------------------
+
+
+def test_write_finding_appends_a_finding_already_in_the_store(server: LoopbackServer) -> None:
+    """Seed: "+write_finding+ — appends a Hash finding to the store"; the store is
+    append-only. A repeat is appended like any finding, and the model is told it was
+    recorded."""
+    server.handler = members_write(lambda name, cycle: {"content": "Parcel lost"})
+    result = team(agent(server, "A"), agent(server, "B"), max_cycles=1)().invoke("x")
+    assert [(f.author, f.content) for f in result.output] == [
+        ("A", "Parcel lost"),
+        ("B", "Parcel lost"),
+    ]
+    sent = [
+        (who(body)[0], body["messages"][-1]["content"])
+        for body in server.requests
+        if last_tool(body) == "write_finding"
+    ]
+    assert sent == [("A", "Finding recorded."), ("B", "Finding recorded.")]
+    assert store_seen(server, "B", 1) == [{"author": "A", "cycle": 1, "content": "Parcel lost"}]
+
+
+def test_terminate_when_counts_every_finding_written_repeats_included(
+    server: LoopbackServer,
+) -> None:
+    """Seed: ``terminate_when { |store| store.size >= 20 }``, "evaluated after each completed
+    cycle". Both members write the same finding: the store holds 2 after cycle 1, so a
+    size >= 2 rule ends the team there."""
+
+    class Team(SharedState):
+        members = (agent(server, "A"), agent(server, "B"))
+        max_cycles = 3
+
+        def terminate_when(self, store: KnowledgeStore) -> bool:
+            return store.size >= 2
+
+    server.handler = members_write(lambda name, cycle: {"content": "Parcel lost"})
+    result = Team().invoke("x")
+    assert (result["cycles"], result["terminated_by"]) == (1, "terminate_when")
+    assert {who(body)[1] for body in server.requests} == {1}
+
+
+@pytest.mark.parametrize("max_cycles", [None, 1, 3])
+def test_the_teams_timeout_is_checked_after_each_full_cycle_never_inside_one(
+    server: LoopbackServer, max_cycles: int | None
+) -> None:
+    """Seed: ``timeout`` is "the maximum wall-clock seconds for the entire invocation", and
+    ``invoke`` checks ``Time.now >= deadline`` only after every member of a cycle ran
+    (``completed_cycles = cycle`` first). A deadline that passed while cycle 1 ran (this one
+    passes at once) lets every member of cycle 1 finish; the team then stops, that cycle
+    counted, ``terminated_by: :timeout`` (also when cycle 1 was the last allowed)."""
+    server.handler = members_write()
+    result = team(agent(server, "A"), agent(server, "B"), timeout=1e-9)(
+        max_cycles=max_cycles
+    ).invoke("x")
+    assert [who(body) for body in server.requests] == [("A", 1)] * 3 + [("B", 1)] * 3
+    assert (result["cycles"], result["terminated_by"]) == (1, "timeout")
+    assert result.errors == ()
+    assert [(f.author, f.cycle) for f in result.output] == [("A", 1), ("B", 1)]
+
+
+@pytest.mark.parametrize(("converged", "ended_by"), [(True, "terminate_when"), (False, "timeout")])
+def test_terminate_when_is_checked_before_the_deadline(
+    server: LoopbackServer, converged: bool, ended_by: str
+) -> None:
+    """Seed: after a cycle, ``if self.class._terminate_when&.call(store)`` comes before ``if
+    deadline && Time.now >= deadline``: when both hold, the team ended by terminate_when."""
+    seen: list[int] = []
+
+    class Team(SharedState):
+        members = (agent(server, "A"),)
+        timeout = 1e-9
+
+        def terminate_when(self, store: KnowledgeStore) -> bool:
+            seen.append(store.size)
+            return converged
+
+    server.handler = members_write()
+    result = Team().invoke("x")
+    assert (result.cycles, result.terminated_by, seen) == (1, ended_by, [1])
+
+
+def test_a_turn_still_running_at_the_deadline_finishes_and_its_cycle_counts(
+    server: LoopbackServer,
+) -> None:
+    """Seed: each cycle runs ``self.class._members.each { invoke_researcher(...) }`` to its
+    end before ``if deadline && Time.now >= deadline``, so a cycle that started completes.
+    B's first answer in cycle 2 comes 2 s late, so the team's 2 s deadline passes during
+    B's turn: B still reads, writes and answers, cycle 2 counts, and no cycle 3 starts."""
+    A, B = agent(server, "A"), agent(server, "B")
+    warm_up(server, A)
+    healthy = members_write()
+
+    def reply(body: dict[str, Any]) -> Reply:
+        late = who(body) == ("B", 2) and last_tool(body) is None
+        return dataclasses.replace(healthy(body), delay=2) if late else healthy(body)
+
+    server.handler = reply
+    result = team(A, B, timeout=2)().invoke("x")
+    order = [who(body) for body in server.requests]
+    assert order == [("A", 1)] * 3 + [("B", 1)] * 3 + [("A", 2)] * 3 + [("B", 2)] * 3
+    assert (result["cycles"], result["terminated_by"]) == (2, "timeout")
+    assert result.errors == ()
+    assert [(f.author, f.cycle) for f in result.output] == [("A", 1), ("B", 1), ("A", 2), ("B", 2)]
+
+
+def test_member_timeout_not_the_teams_bounds_one_members_turn(server: LoopbackServer) -> None:
+    """The team's timeout bounds the invocation between cycles (the seed); one member's turn
+    is bounded by its own timeout (``member_timeout`` or ``member(..., timeout=)``). Slow
+    answers after 5 s: its 0.5 s cuts it off, and the cycle, complete, counts."""
+    healthy = members_write()
+    server.handler = lambda body: Reply(delay=5) if who(body)[0] == "Slow" else healthy(body)
+    Fast, Slow = agent(server, "Fast"), agent(server, "Slow")
+    result = team(Fast, Slow, timeout=1e-9, member_timeout=0.5)().invoke("x")
+    assert [who(body) for body in server.requests] == [("Fast", 1)] * 3 + [("Slow", 1)]
+    (cut,) = result.errors
+    assert (cut.member, cut.cycle, cut.run) == ("Slow", 1, None)
+    assert cut.error == (
+        "Team: Slow in cycle 1 did not finish within its timeout of 0.5 s; its findings so "
+        "far are kept"
+    )
+    assert (result.cycles, result.terminated_by) == (1, "timeout")
+
+
+def test_the_result_is_a_mapping_whose_first_keys_are_the_seeds(server: LoopbackServer) -> None:
+    """Seed: ``invoke`` "Returns: (Hash) +:output+, +:cycles+, +:terminated_by+", e.g.
+    ``{ output: {...}, cycles: 3, terminated_by: :max_cycles }``. Here a read-only Mapping
+    (those three keys first) that is also a frozen dataclass with typed attributes."""
+    server.handler = members_write()
+    result = team(agent(server, "A"), max_cycles=2)().invoke("x")
+    assert isinstance(result, Mapping)
+    assert list(result)[:3] == list(result.keys())[:3] == ["output", "cycles", "terminated_by"]
+    as_dict = dict(result)
+    assert {key: as_dict[key] for key in ("cycles", "terminated_by")} == {
+        "cycles": 2,
+        "terminated_by": "max_cycles",
+    }
+    assert as_dict["output"] is result.output
+    assert {**result} == as_dict
+    assert len(result) == len(as_dict) == 7
+    assert list(result.values()) == [getattr(result, key) for key in result]
+    assert ("output" in result, "verdict" in result, result.get("verdict")) == (True, False, None)
+    assert dataclasses.is_dataclass(result)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.cycles = 3  # type: ignore[misc]

@@ -103,6 +103,7 @@ class TeamConfig:
     member_requests: int
     member_tool_rounds: int | None
     member_timeout: float | None
+    unique_findings: bool
 
     @classmethod
     def read(cls, owner: Any, team: str) -> TeamConfig:
@@ -123,6 +124,7 @@ class TeamConfig:
                 get("member_tool_rounds"), f"{team}.member_tool_rounds", low=0
             ),
             member_timeout=_seconds(get("member_timeout"), f"{team}.member_timeout"),
+            unique_findings=_unique_findings(get("unique_findings"), team),
         )
         for hook in ("terminate_when", "aggregate"):
             if not callable(get(hook)):
@@ -216,6 +218,15 @@ def _requests(value: Any, team: str) -> int:
             f"(model requests per member turn), got {value!r}"
         )
     return value
+
+
+def _unique_findings(value: Any, team: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(
+        f"{team}.unique_findings expects True (refuse a finding already in the store) or "
+        f"False (append it, the default), got {value!r} ({type(value).__name__})"
+    )
 
 
 def _seconds(value: Any, what: str) -> float | None:

@@ -1,9 +1,11 @@
 """What a shared-state team's ``invoke`` returns or raises, as plain frozen data.
 
-``TeamResult`` is the seed's ``{output, cycles, terminated_by}``, readable both ways:
-``result["output"]`` (as the seed's hash) and ``result.output`` (typed, with a ``repr`` that
-reads well in a pytest failure). It also carries every member turn (its orchestrator ``Run``
-and its error, if any), the errors on their own, and the store.
+``TeamResult`` is the seed's ``{output, cycles, terminated_by}``, readable both ways: it is
+a read-only ``collections.abc.Mapping`` (``result["output"]``, ``dict(result)``, ``in``,
+``.get``, ``.keys()``, the seed's three keys first) and a frozen dataclass (``result.output``,
+typed, with a ``repr`` that reads well in a pytest failure). It also carries every member
+turn (its orchestrator ``Run`` and its error, if any), the errors on their own, and the
+store.
 
 ``TeamError`` is a team that could not finish: its ``aggregate`` or ``terminate_when``
 raised, or every member failed in one cycle. The store's findings are kept on it.
@@ -11,6 +13,7 @@ raised, or every member failed in one cycle. The store's findings are kept on it
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -56,19 +59,23 @@ class MemberTurn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
-class TeamResult:
-    """What a team's ``invoke`` returns.
+class TeamResult(Mapping[str, Any]):
+    """What a team's ``invoke`` returns: a frozen dataclass that is also a ``Mapping``.
 
     Attributes:
         team: the team's name.
         output: what ``aggregate(store)`` returned (default: ``store.read_all()``).
-        cycles: how many cycles ran to their end (a cycle cut off by ``timeout`` does not
-            count; its findings are kept).
+        cycles: how many cycles were completed, every member having taken its turn (the
+            team checks ``terminate_when`` and its ``timeout`` only between cycles).
         terminated_by: ``"max_cycles"``, ``"terminate_when"`` or ``"timeout"``.
         turns: every member turn, in the order they ran.
         store: the store the members wrote (``store.read_all()``: the findings).
 
-    ``result["output"]`` and the other keys of ``RESULT_KEYS`` read the same values.
+    As a mapping its keys are ``RESULT_KEYS``: the seed's ``output``, ``cycles`` and
+    ``terminated_by`` first, then ``errors``, ``turns``, ``store`` and ``team``, each
+    reading the attribute of that name, so ``dict(result)`` is the seed's hash and more.
+    Equality stays the dataclass's (a ``TeamResult`` equals a ``TeamResult``, not a dict):
+    compare ``dict(result)`` with a dict.
     """
 
     team: str
@@ -93,8 +100,11 @@ class TeamResult:
             raise KeyError(f"{key!r}: a team result has {', '.join(RESULT_KEYS)}")
         return getattr(self, key)
 
-    def keys(self) -> tuple[str, ...]:
-        return RESULT_KEYS
+    def __iter__(self) -> Iterator[str]:
+        return iter(RESULT_KEYS)
+
+    def __len__(self) -> int:
+        return len(RESULT_KEYS)
 
     def __repr__(self) -> str:
         return (

@@ -5,13 +5,15 @@ collection time and parametrizes the test's ``scenario`` argument with the items
 ``output`` (strings or dicts), the first ``limit`` of them.
 
 Generation has its own cassette, ``<harness_cassette_dir>/scenarios/<Team>-<hash>.yaml``,
-the hash taken from the team (its members, their models and instructions, its settings) and
-the input: a change to either asks for a new recording. The cassette holds the model calls
-and, in its metadata, the scenarios themselves, so a replay reads them back without running
-the team (no model library is imported at collection). ``--harness-live`` (or
-``--harness-record``) generates them again, once per run: under xdist the first worker
-generates under a file lock and the others read what it wrote, so every worker collects the
-same ids.
+the hash taken from what shapes the team's requests (``fingerprint``: its members in order,
+their names, models, instructions, temperature, parameters and tools, its coordination text
+and settings) and the input: a change to any asks for a new recording (the error names the
+old file) rather than replaying scenarios the changed team never produced. The cassette
+holds the model calls and, in its metadata, the scenarios themselves, so a replay reads them
+back without running the team (no model library is imported at collection).
+``--harness-live`` (or ``--harness-record``) generates them again, once per run: under xdist
+the first worker generates under a file lock and the others read what it wrote, so every
+worker collects the same ids.
 
 What goes wrong (no recording, a team that produced nothing, an error while generating) is
 one error for that test, naming the command that records it; the session goes on.
@@ -25,11 +27,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_harness.errors import ConfigError, HarnessError, describe
 
+if TYPE_CHECKING:
+    from pytest_harness.team.config import Member
+
 FOLDER = "scenarios"
+# Parameters that say where a request goes and who pays, not what is asked: left out of the
+# fingerprint, so a recording made against one endpoint or key replays with another.
+TRANSPORT_PARAMS = frozenset(
+    {"api_base", "base_url", "api_key", "api_version", "organization", "extra_headers", "timeout"}
+)
 _SLUG = re.compile(r"[^a-z0-9]+")
 _ID_WIDTH = 40
 _cache: dict[Path, list[Any]] = {}
@@ -80,26 +90,50 @@ class ScenariosUnavailable(HarnessError):
 
 
 def fingerprint(request: Request) -> str:
-    """12 hex digits of a hash of the team's declaration and the input."""
+    """12 hex digits of a hash of what shapes the team's requests, and the input.
+
+    In it: the team's class, its members in turn order (each one's name, declared model,
+    instruction, agent instructions, temperature, parameters but ``TRANSPORT_PARAMS``, tool
+    names and timeout), its coordination text, its settings (``max_cycles``, ``timeout``,
+    ``member_requests``, ``member_tool_rounds``, ``member_timeout``, ``unique_findings``) and
+    the input. Not in it: the marker's ``limit`` (it picks from what was generated), the
+    ``--harness-model`` override (the cassette remembers it) and the code of
+    ``terminate_when`` / ``aggregate``.
+    """
+    from pytest_harness.team.config import TeamConfig
+
     team = request.team
-    members = [
-        [
-            m.name,
-            getattr(m.agent, "model", None),
-            m.instruction,
-            getattr(m.agent, "instructions", ""),
-        ]
-        for m in team.members
-    ]
+    config = TeamConfig.read(team, team.__name__)
     shape = {
         "team": f"{team.__module__}.{team.__qualname__}",
-        "members": members,
-        "coordination": team.coordination,
-        "max_cycles": team.max_cycles,
+        "members": [_member_shape(m) for m in config.members],
+        "coordination": config.coordination,
+        "max_cycles": config.max_cycles,
+        "timeout": config.timeout,
+        "member_requests": config.member_requests,
+        "member_tool_rounds": config.member_tool_rounds,
+        "member_timeout": config.member_timeout,
+        "unique_findings": config.unique_findings,
         "input": request.input,
     }
     text = json.dumps(shape, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _member_shape(seat: Member) -> dict[str, Any]:
+    """What of one member shapes its requests."""
+    agent = seat.agent
+    params = getattr(agent, "params", None) or {}
+    return {
+        "name": seat.label,
+        "model": getattr(agent, "model", None),
+        "instruction": seat.instruction,
+        "instructions": getattr(agent, "instructions", ""),
+        "temperature": getattr(agent, "temperature", None),
+        "params": {k: v for k, v in params.items() if k not in TRANSPORT_PARAMS},
+        "tools": [t.name for t in seat.tools()],
+        "timeout": seat.timeout,
+    }
 
 
 def ids(items: Sequence[Any]) -> list[str]:
@@ -159,11 +193,25 @@ def scenarios(request: Request, settings: Any, run_id: str) -> list[Any]:
 def _replayed(path: Path, request: Request) -> list[Any]:
     items = recorded(path)
     if items is None:
+        name = request.team.__name__
         raise ScenariosUnavailable(
-            f"no recorded scenarios of {request.team.__name__} for this input at {path}. "
+            f"no recorded scenarios of {name} for this input at {path}.{_stale(path, name)} "
             "To record them: pytest <this test> --harness-live"
         )
     return items
+
+
+def _stale(path: Path, team: str) -> str:
+    """Why other recordings of ``team`` do not count, when there are any ("" otherwise)."""
+    others = sorted(p.name for p in path.parent.glob(f"{team}-*.yaml") if p != path)
+    if not others:
+        return ""
+    return (
+        f" {', '.join(others)} {'was' if len(others) == 1 else 'were'} recorded for another "
+        "declaration or input: the team's members, their models or instructions, its "
+        "settings, or the input changed since, so its scenarios are not replayed (delete "
+        "the old file once you have recorded the new one)."
+    )
 
 
 def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list[Any]:

@@ -8,7 +8,7 @@ the same cycle. Declare a team as a class::
         members = (Persona, SharedState.member(Skeptic, instruction="Look for angry customers."))
         coordination = "..."        # optional: replaces the built-in guide (turns.COORDINATION)
         max_cycles = 2
-        timeout = 120.0
+        timeout = 120.0             # checked after each full cycle, as max_cycles is
 
         def terminate_when(self, store):     # optional: checked after each full cycle
             return store.size >= 6
@@ -18,12 +18,15 @@ the same cycle. Declare a team as a class::
 
     result = EdgeCases().invoke("Customer messages about late parcels")
     result["output"], result["cycles"], result["terminated_by"]     # also result.output ...
+    dict(result)                                # a Mapping: output, cycles, terminated_by, ...
 
-Every member gets two tools at run time, ``read_store`` and ``write_finding``; its turn is one
-``Orchestrator`` run (see ``team.turns``). A subclass inherits its parent's settings and may
-override any of them without changing the parent (``members`` becomes a tuple at class
-creation, so no team can change another's list in place). Settings are checked when the class
-is created (``ConfigError``, naming the team and the fix) and again by ``invoke``.
+Every member gets two tools at run time, ``read_store`` and ``write_finding`` (which appends,
+as the seed's does: the store is append-only and keeps a repeated finding unless the team
+sets ``unique_findings = True``); its turn is one ``Orchestrator`` run (see ``team.turns``).
+A subclass inherits its parent's settings and may override any of them without changing the
+parent (``members`` becomes a tuple at class creation, so no team can change another's list
+in place). Settings are checked when the class is created (``ConfigError``, naming the team
+and the fix) and again by ``invoke``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_harness import _aio
-from pytest_harness.errors import AgentTimeout, describe
+from pytest_harness.errors import describe
 from pytest_harness.team.config import TeamConfig, member, researchers
 from pytest_harness.team.result import MemberTurn, TeamError, TeamResult, TerminatedBy
 from pytest_harness.team.store import KnowledgeStore
@@ -55,14 +58,19 @@ class SharedState:
             workflow).
         max_cycles: cycles at most (None: no limit but ``timeout``).
         timeout: wall seconds for the whole ``invoke`` (None: no limit but ``max_cycles``).
-            Checked after each full cycle, as the seed does; a member still running when it
-            passes is cut off, the rest of that cycle is skipped, and that cycle is not
-            counted in ``cycles``.
+            Checked after each full cycle, as the seed does (after ``terminate_when``): a
+            cycle that started runs to its end, every member taking its turn, and the team
+            stops with ``terminated_by="timeout"`` when the deadline passed by then. It
+            never cuts a turn off: bound one member's turn with ``member_timeout``.
         member_requests: model requests per member turn, at most.
         member_tool_rounds: batches of tool calls per member turn; the request after the
             last is sent with ``tool_choice="none"`` (None: no limit but the requests).
-        member_timeout: seconds one member turn may take (None: no limit but ``timeout``).
-            A turn past it is cut off and recorded as an error; the team goes on.
+        member_timeout: seconds one member turn may take (None: no limit). A turn past it
+            is cut off and recorded as an error; the team goes on.
+        unique_findings: ``write_finding`` refuses a finding whose text is already in the
+            store (ignoring case and runs of blanks) and tells the model so. False (the
+            default, as the seed): every finding is appended, repeats included, and
+            ``terminate_when`` counts them.
 
     Methods to override:
         terminate_when(store): True to stop after the current full cycle (may be async).
@@ -77,6 +85,7 @@ class SharedState:
     member_requests: int = 6
     member_tool_rounds: int | None = 3
     member_timeout: float | None = None
+    unique_findings: bool = False
 
     member = staticmethod(member)
     researchers = staticmethod(researchers)
@@ -95,6 +104,7 @@ class SharedState:
         member_requests: int | None = None,
         member_tool_rounds: int | None = _UNSET,
         member_timeout: float | None = _UNSET,
+        unique_findings: bool | None = None,
     ) -> None:
         given = {
             "members": members if members is not None else _UNSET,
@@ -104,6 +114,7 @@ class SharedState:
             "member_requests": member_requests if member_requests is not None else _UNSET,
             "member_tool_rounds": member_tool_rounds,
             "member_timeout": member_timeout,
+            "unique_findings": unique_findings if unique_findings is not None else _UNSET,
         }
         for name, value in given.items():
             if value is not _UNSET:
@@ -152,13 +163,15 @@ class SharedState:
         )
 
     async def _cycles(self, state: _State, input: Any) -> TerminatedBy:
-        """Run cycles until a limit or ``terminate_when``; which one ended them."""
+        """Run cycles until a limit or ``terminate_when``; which one ended them.
+
+        As the seed: after each full cycle ``terminate_when`` first, then the deadline.
+        """
         limit = state.config.max_cycles
         cycle = 0
         while limit is None or cycle < limit:
             cycle += 1
-            if not await self._cycle(state, input, cycle):
-                return "timeout"
+            await self._cycle(state, input, cycle)
             state.cycles = cycle
             self._check_someone_ran(state, cycle)
             if await self._hook("terminate_when", state):
@@ -167,27 +180,12 @@ class SharedState:
                 return "timeout"
         return "max_cycles"
 
-    async def _cycle(self, state: _State, input: Any, cycle: int) -> bool:
-        """Each member's turn in order; False when the team's timeout cut the cycle short."""
+    async def _cycle(self, state: _State, input: Any, cycle: int) -> None:
+        """Each member's turn, in declaration order (the team's timeout does not cut it)."""
         for member_seat in state.seats:
-            remaining = state.remaining()
-            if remaining is not None and remaining <= 0:
-                return False
-            limit, text, team_bound = _limit(member_seat, remaining, state.config.timeout)
             message = task_message(input, cycle, state.config.max_cycles, member_seat.name)
-            turn = await take_turn(
-                member_seat,
-                state.store,
-                cycle,
-                message,
-                team=self.name,
-                limit=limit,
-                limit_text=text,
-            )
+            turn = await take_turn(member_seat, state.store, cycle, message, team=self.name)
             state.turns.append(turn)
-            if team_bound and isinstance(turn.exception, AgentTimeout):
-                return False
-        return True
 
     def _check_someone_ran(self, state: _State, cycle: int) -> None:
         """``TeamError`` when every member's turn of ``cycle`` raised or timed out."""
@@ -241,19 +239,3 @@ class _State:
     def __post_init__(self) -> None:
         if self.config.timeout is not None:
             self.deadline = time.monotonic() + self.config.timeout
-
-    def remaining(self) -> float | None:
-        """Seconds left before the team's timeout (None: no timeout)."""
-        return None if self.deadline is None else self.deadline - time.monotonic()
-
-
-def _limit(
-    member_seat: Seat, remaining: float | None, team_timeout: float | None
-) -> tuple[float | None, str, bool]:
-    """A turn's time limit, how a turn cut at it is described, and whether it is the team's."""
-    own = member_seat.timeout
-    if remaining is not None and (own is None or remaining <= own):
-        return remaining, f"was cut off at the team's timeout of {team_timeout:g} s", True
-    if own is None:
-        return None, "", False
-    return own, f"did not finish within its timeout of {own:g} s", False

@@ -5,7 +5,10 @@ in the seam), params, temperature, tools and system prompt: the team's coordinat
 then the member's own instruction, then the agent's instructions. ``take_turn()`` runs one
 turn on the orchestrator loop (so every model call goes through the middleware pipeline and
 the seam: recorded, checked and counted like any other), with ``read_store`` and
-``write_finding`` bound to the store, this member and this cycle, under a time limit.
+``write_finding`` bound to the store, this member and this cycle, under the member's time
+limit. ``write_finding`` appends, as the seed's tool does: a finding already in the store is
+appended again, unless the team sets ``unique_findings = True`` (then it is refused and the
+model told why).
 
 A turn never raises for the member's own failures: a failed model request, a run stopped by
 a limit or a turn past its time limit becomes a ``MemberTurn`` whose ``error`` names the team
@@ -65,6 +68,7 @@ class Seat:
     timeout: float | None
     max_requests: int
     max_tool_rounds: int | None
+    unique_findings: bool
 
 
 def seat(member: Member, config: TeamConfig) -> Seat:
@@ -93,6 +97,7 @@ def seat(member: Member, config: TeamConfig) -> Seat:
         timeout=member.timeout if member.timeout is not None else config.member_timeout,
         max_requests=config.member_requests,
         max_tool_rounds=config.member_tool_rounds,
+        unique_findings=config.unique_findings,
     )
 
 
@@ -115,8 +120,15 @@ def task_message(task: Any, cycle: int, max_cycles: int | None, name: str) -> st
     )
 
 
-def store_tools(store: KnowledgeStore, author: str, cycle: int) -> tuple[Tool, Tool]:
-    """``read_store`` and ``write_finding``, bound to ``store``, ``author`` and ``cycle``."""
+def store_tools(
+    store: KnowledgeStore, author: str, cycle: int, *, unique: bool = False
+) -> tuple[Tool, Tool]:
+    """``read_store`` and ``write_finding``, bound to ``store``, ``author`` and ``cycle``.
+
+    Args:
+        unique: ``write_finding`` refuses a finding already in the store (the team's
+            ``unique_findings``); otherwise it appends every finding, as the seed does.
+    """
 
     async def read_store() -> str:
         """Read every finding in the team's shared store, as JSON (author, cycle, content)."""
@@ -129,30 +141,23 @@ def store_tools(store: KnowledgeStore, author: str, cycle: int) -> tuple[Tool, T
             content: the finding: one insight, in plain words.
             kind: an optional short label for the kind of finding.
         """
-        store.write(author=author, cycle=cycle, content=content, kind=kind, unique=True)
+        store.write(author=author, cycle=cycle, content=content, kind=kind, unique=unique)
         return "Finding recorded."
 
     return tool(read_store), tool(write_finding)
 
 
 async def take_turn(
-    seat: Seat,
-    store: KnowledgeStore,
-    cycle: int,
-    message: str,
-    *,
-    team: str,
-    limit: float | None,
-    limit_text: str,
+    seat: Seat, store: KnowledgeStore, cycle: int, message: str, *, team: str
 ) -> MemberTurn:
-    """Run one turn of ``seat``, at most ``limit`` seconds; what came of it.
+    """Run one turn of ``seat``, at most its ``timeout`` seconds; what came of it.
 
-    Args:
-        limit_text: how a turn cut off at ``limit`` is described ("did not finish...").
+    Only the member's own time limit (its ``timeout``, else the team's ``member_timeout``)
+    cuts a turn off: the team's ``timeout`` is checked between cycles, never inside one.
     """
     orchestrator = Orchestrator(
         seat.model,
-        [*seat.tools, *store_tools(store, seat.name, cycle)],
+        [*seat.tools, *store_tools(store, seat.name, cycle, unique=seat.unique_findings)],
         seat.system_prompt,
         params=seat.params,
         max_requests=seat.max_requests,
@@ -161,14 +166,17 @@ async def take_turn(
     who = f"{team}: {seat.name} in cycle {cycle}"
     task = asyncio.ensure_future(orchestrator.arun(message))
     try:
-        await asyncio.wait({task}, timeout=limit)
+        await asyncio.wait({task}, timeout=seat.timeout)
     finally:
         cut = not task.done()
         if cut:  # past its limit, or the team itself was cancelled
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     if cut:
-        text = f"{who} {limit_text}; its findings so far are kept"
+        text = (
+            f"{who} did not finish within its timeout of {seat.timeout:g} s; its findings "
+            "so far are kept"
+        )
         return MemberTurn(
             member=seat.name, cycle=cycle, run=None, error=text, exception=AgentTimeout(text)
         )

@@ -92,6 +92,8 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
         first = run.watch.unreported(raised, run.slot.misses if run.slot is not None else ())
         if call.when == "call" and first is None:
             first = run.blocked()
+        if first is None:  # the application lost the embedded model's server
+            first = route.death_news()
         if first is not None and report.passed:
             report.outcome, report.longrepr = "failed", first
         elif first is not None:

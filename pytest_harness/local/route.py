@@ -23,6 +23,11 @@ Replay needs no server: cassettes are matched with loopback hosts stripped of th
 so calls aimed at ``REPLAY_BASE`` (an address nothing listens on: vcrpy answers before any
 connection is made) replay what was recorded from whichever port the real server had.
 
+When the live server dies (a llama.cpp build this CPU cannot run dies on its first token),
+every call that reaches it, and every later one, raises the ``LocalModelError`` saying how it
+died, instead of a connection error after retries; a test whose application lost the server
+(an SDK call, not the harness's) reports that error first (``death_news``).
+
 Only the standard library is imported here: the server and install modules are imported
 when a live call first needs the server.
 """
@@ -34,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from pytest_harness.errors import causes
 from pytest_harness.local import tool_calls
 from pytest_harness.local.install import MODEL_NAME
 
@@ -49,6 +55,9 @@ Route: TypeAlias = Callable[[dict[str, Any]], dict[str, Any]]
 # The OpenAI SDK under litellm refuses to send a request without a key; the server ignores it.
 _API_KEY = "no-key-local"
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+# How long a call that lost its connection waits for the server process to be reaped: a
+# crash on the first token closes the socket a moment before the process is gone.
+_DEATH_WAIT = 2.0
 
 
 def make_route(base_url: str) -> Route:
@@ -127,21 +136,70 @@ class LocalRoute:
         return make_route(endpoint(live=self.live))(kwargs)
 
     def translate(self, error: BaseException) -> BaseException | None:
-        return None
+        """The server's death behind a failed call, if it died (see ``failure``)."""
+        if not self.live:
+            return None
+        return _told(failure(wait=_DEATH_WAIT if _connection_lost(error) else 0.0))
 
 
 _server: LocalServer | None = None
 _server_lock = threading.Lock()
+_death_told = False  # whether a test's report has shown the server's death yet
 
 
 def _local_server() -> LocalServer:
-    global _server
+    global _server, _death_told
     with _server_lock:
         if _server is None:
             from pytest_harness.local.server import LocalServer
 
-            _server = LocalServer().start()
+            _server, _death_told = LocalServer().start(), False
+        dead = _server.failure()
+        if dead is not None:  # not started again: it would die the same way
+            _death_told = True  # (the lock is held)
+            raise dead
         return _server
+
+
+def failure(wait: float = 0.0) -> BaseException | None:
+    """The ``LocalModelError`` saying how this process's server died, or None.
+
+    Args:
+        wait: seconds to give a server that may be dying to end.
+    """
+    with _server_lock:
+        server = _server
+    return None if server is None else server.failure(wait)
+
+
+def death_news() -> str | None:
+    """How the server died, for the report of the test during which it died: once, and only
+    when no harness call has raised it to the test already (the application's own calls
+    met a connection error, and may have swallowed it)."""
+    global _death_told
+    dead = failure()
+    with _server_lock:
+        if dead is None or _death_told:
+            return None
+        _death_told = True
+    return f"{type(dead).__name__}: {dead}"
+
+
+def _told(dead: BaseException | None) -> BaseException | None:
+    """``dead``, noted as told to the test (it is about to be raised to it)."""
+    global _death_told
+    if dead is not None:
+        with _server_lock:
+            _death_told = True
+    return dead
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """Whether a broken connection is behind ``error`` (the SDKs wrap it in their own)."""
+    return any(
+        isinstance(cause, ConnectionError) or "Connect" in type(cause).__name__
+        for cause in causes(error)
+    )
 
 
 def endpoint(*, live: bool) -> str:

@@ -6,6 +6,11 @@ machines) and answers any model name with its one model. It ignores ``stream_opt
 stream's token counts are litellm's estimate. It is a base model of 270M parameters: quick
 (1-2.5 s for 50 tokens on 2 CPU cores) and not clever (it often starts by repeating the
 prompt). It serves one request at a time; concurrent calls queue. No tool calling.
+
+When the server dies (at start, or mid-run: a llama.cpp built for instructions this CPU
+refuses dies on its first token), ``failure()`` says how (the signal or exit code), with the
+last lines of its log and what to do, as a ``LocalModelError``: the route raises it instead
+of the connection error the call met.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,10 +29,17 @@ from pathlib import Path
 from types import TracebackType
 
 from pytest_harness.errors import LocalModelError
-from pytest_harness.local.install import MODEL_NAME, ensure_installed, model_file
+from pytest_harness.local.install import (
+    MODEL_NAME,
+    ensure_installed,
+    model_file,
+    rebuild_command,
+)
 
 _HOST = "127.0.0.1"
 _LOG_TAIL = 30
+# Signals of a build whose instructions this CPU does not run (or runs wrongly).
+_BAD_BUILD = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS})
 
 
 class LocalServer:
@@ -50,6 +63,12 @@ class LocalServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._port = 0
         self._log_dir: Path | None = None
+        self._death: str | None = None  # how it died, kept once read (its log goes at stop)
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id, or None when not started."""
+        return None if self._process is None else self._process.pid
 
     @property
     def base_url(self) -> str:
@@ -67,6 +86,7 @@ class LocalServer:
         """
         if self._process is not None:
             return self
+        self._death = None
         ensure_installed()
         model = self._model or model_file()
         self._port = _free_port()
@@ -83,8 +103,25 @@ class LocalServer:
             raise
         return self
 
+    def failure(self, wait: float = 0.0) -> LocalModelError | None:
+        """The error saying how the server died, or None while it runs (or was never started).
+
+        Args:
+            wait: seconds to wait for the process to end (a call that just lost its
+                connection may see it before the process is gone).
+        """
+        if self._death is None and self._process is not None:
+            try:
+                code = self._process.wait(timeout=wait) if wait else self._process.poll()
+            except subprocess.TimeoutExpired:
+                code = None
+            if code is not None:
+                self._death = _death(self._process.pid, code, self._log_tail())
+        return None if self._death is None else LocalModelError(self._death)
+
     def stop(self) -> None:
         """Stop the server (terminate, then kill after 10 s); a no-op when not running."""
+        self.failure()  # a death is described from its log before the log is removed
         process, self._process = self._process, None
         atexit.unregister(self.stop)
         if process is not None and process.poll() is None:
@@ -124,11 +161,9 @@ class LocalServer:
         deadline = time.monotonic() + timeout
         url = f"{self.base_url}/models"
         while not _answers(url):
-            if process.poll() is not None:
-                raise LocalModelError(
-                    f"the local model server exited with code {process.returncode} before "
-                    f"it answered GET {url}. {self._log_tail()}"
-                )
+            failure = self.failure()
+            if failure is not None:  # at start: a broken model file, a port, a bad build
+                raise failure
             if time.monotonic() > deadline:
                 raise LocalModelError(
                     f"the local model server did not answer GET {url} within {timeout:g} s; "
@@ -142,6 +177,34 @@ class LocalServer:
         except OSError as error:
             return f"(its log could not be read: {error})"
         return "Last lines of its log:\n" + "\n".join(lines.splitlines()[-_LOG_TAIL:])
+
+
+def _death(pid: int, code: int, log_tail: str) -> str:
+    """How the server process ended, what that usually means, what to do, and its log."""
+    if code >= 0:
+        how, advice = f"exited with code {code}", "Its log says why."
+    else:
+        how, advice = f"was killed by signal {_signal_name(-code)}", _advice(-code)
+    return f"the embedded model's server (llama.cpp, pid {pid}) {how}. {advice} {log_tail}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _advice(number: int) -> str:
+    if number in _BAD_BUILD:
+        return (
+            "llama-cpp-python is built from source for the CPU it was built on, and dies so "
+            "where this CPU refuses an instruction it uses (Intel AMX on some virtual "
+            f"machines). Rebuild it portable: {rebuild_command()}"
+        )
+    if number == signal.SIGKILL:
+        return "Something outside killed it: the kernel's out-of-memory killer, or a user."
+    return "It did not stop on its own: something sent it that signal."
 
 
 def _threads() -> int:

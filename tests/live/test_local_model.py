@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -146,6 +148,7 @@ def test_ensure_installed_names_the_extra_when_llama_cpp_is_missing() -> None:
     )
 
     assert "pip install 'pytest-harness[local]'" in result.stdout
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in result.stdout  # the portable build
     assert "llama-cpp-python (module llama_cpp)" in result.stdout
 
 
@@ -323,3 +326,112 @@ def test_server_that_cannot_start_shows_its_log(tmp_path: Path) -> None:
         LocalServer(broken).start(timeout=60)
 
     assert "broken.gguf" in str(info.value)
+
+
+# The server dying mid-run: a real llama.cpp server, really killed by the signal a build this
+# CPU cannot run dies of (SIGSEGV on its first token), in a pytest run of its own.
+
+KILLED = """
+import os, signal
+from pathlib import Path
+
+import openai, pytest
+from pytest_harness import LocalModelError, complete
+
+pytestmark = pytest.mark.harness
+
+
+def kill_the_server(how=signal.SIGSEGV):
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\\t", 1) for line in status.read_text().splitlines())
+            command = (status.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if fields.get("PPid", "").strip() == str(os.getpid()) and b"llama_cpp.server" in command:
+            os.kill(int(status.parent.name), how)
+            os.waitid(os.P_PID, int(status.parent.name), os.WEXITED | os.WNOWAIT)
+            return
+    raise AssertionError("no embedded-model server among this process's children")
+"""
+
+HARNESS_CALL_AFTER_DEATH = """
+import threading
+
+def test_the_server_dies_during_a_call():
+    assert complete("Say hi.", model="local", max_tokens=4).finish_reason
+    threading.Timer(1.0, kill_the_server).start()  # mid-answer: end-of-turn tokens are banned
+    with pytest.raises(LocalModelError) as info:
+        complete("Write a long story about a cat.", model="local", max_tokens=3000,
+                 logit_bias={1: -100, 106: -100})
+    print("MESSAGE:", str(info.value).replace("\\n", " | "))
+
+
+def test_a_later_test_that_needs_the_server():
+    with openai.OpenAI() as client:
+        client.chat.completions.create(model="gpt-4o-mini", max_tokens=4,
+                                       messages=[{"role": "user", "content": "hi"}])
+"""
+
+APPLICATION_LOSES_THE_SERVER = """
+def test_the_application_swallows_the_connection_error():
+    complete("Say hi.", model="local", max_tokens=4)
+    kill_the_server()
+    with openai.OpenAI(max_retries=0) as client:
+        try:
+            client.chat.completions.create(model="gpt-4o-mini", max_tokens=4,
+                                           messages=[{"role": "user", "content": "hi"}])
+        except openai.APIConnectionError:
+            pass  # an application that shrugs off a provider outage
+"""
+
+
+@pytest.mark.live
+def test_a_server_that_dies_mid_run_is_named_by_its_signal_its_log_and_the_fix(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_killed=KILLED + HARNESS_CALL_AFTER_DEATH)
+    result = pytester.runpytest_subprocess(
+        "--harness-live", "--harness-model=local", "-p", "no:randomly", "-s", "-rA"
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    (message,) = [line.split("MESSAGE:")[1] for line in result.outlines if "MESSAGE:" in line]
+    assert "the embedded model's server (llama.cpp, pid " in message
+    assert "was killed by signal SIGSEGV" in message
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in message
+    assert "pip install --force-reinstall --no-cache-dir --no-deps 'llama-cpp-python==" in message
+    assert "Last lines of its log:" in message
+    # The next test is not sent to a dead server: its setup says why, no connection error.
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_a_later_test_that_needs_the_server*"])
+    result.stdout.fnmatch_lines(["*LocalModelError: the embedded model's server*SIGSEGV*"])
+    assert "APIConnectionError" not in result.stdout.str()
+
+
+@pytest.mark.live
+def test_an_application_that_lost_the_server_is_told_why(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_killed=KILLED + APPLICATION_LOSES_THE_SERVER)
+    result = pytester.runpytest_subprocess(
+        "--harness-live", "--harness-model=local", "-p", "no:randomly"
+    )
+    result.assert_outcomes(failed=1)  # it passed by itself: the death fails it
+    result.stdout.fnmatch_lines(
+        [
+            "*LocalModelError: the embedded model's server (llama.cpp, pid *) was killed by signal "
+            "SIGSEGV*"
+        ]
+    )
+
+
+@pytest.mark.live
+def test_a_server_killed_from_outside_is_not_blamed_on_the_build(tmp_path: Path) -> None:
+    server = LocalServer().start()
+    try:
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        failure = server.failure(wait=10)
+    finally:
+        server.stop()
+    assert failure is not None
+    assert "was killed by signal SIGKILL" in str(failure)
+    assert "out-of-memory killer" in str(failure)
+    assert "GGML_NATIVE" not in str(failure)

@@ -10,15 +10,20 @@ end of the session).
 Inside a running loop (an async test, a notebook) that loop cannot be blocked on, so the
 coroutine runs on a fresh loop in a short-lived thread. The harness's per-test scope is a
 module global, not a ContextVar, so that thread still sees the test's cassette and settings.
+
+``in_daemon_thread`` runs a sync callable the loop must not wait on for ever (a tool past
+its timeout) in a thread of its own that never holds the process at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import contextvars
 import inspect
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -57,6 +62,50 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 async def maybe_await(value: Any) -> Any:
     """``value``, awaited first when it is awaitable (hooks may be sync or async)."""
     return await value if inspect.isawaitable(value) else value
+
+
+async def in_daemon_thread(function: Callable[[], T], *, name: str) -> T:
+    """``function()``, run in a daemon thread of its own; its result awaited on the loop.
+
+    Not ``asyncio.to_thread`` nor any ``ThreadPoolExecutor``: their worker threads are
+    joined at interpreter exit (``concurrent.futures`` registers an exit hook, and
+    ``asyncio.run`` shuts its default executor down), so a call that hangs past its timeout
+    would hold the process, and the pytest session, until it returned. A daemon thread is
+    joined by nothing: once the awaiting task is cancelled (a timeout, an abort) the run goes
+    on and the interpreter can exit; the thread keeps running until then, and whatever it
+    returns late is dropped, since nobody waits for it any more.
+
+    Args:
+        function: called with no arguments, in the caller's context (contextvars copied).
+        name: the thread's name, for a debugger or a thread dump.
+
+    Raises:
+        BaseException: whatever ``function`` raised.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if future.done():  # cancelled while the thread ran: the result is dropped
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)  # type: ignore[arg-type]
+
+    def target() -> None:
+        value: T | None = None
+        error: BaseException | None = None
+        try:
+            value = context.run(function)
+        except BaseException as raised:  # handed to the awaiting task, as an executor does
+            error = raised
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await future
 
 
 def close_loops() -> None:

@@ -86,6 +86,18 @@ def test_the_forms_of_retry_after(
     assert events(run) == [(1, "retry", f"{detail} (attempt 2 of 4)")]
 
 
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 529])
+def test_each_passing_status_is_retried_through_litellm(
+    server: LoopbackServer, status: int
+) -> None:
+    # litellm reports a 504 (and a 408) as a Timeout: the status the server sent decides.
+    server.queue(Reply(status=status, error="try again"), Reply(content="done"))
+    run = agent(server.params, Retry(**FAST)).run("hi")
+    assert (run.stop_reason, run.output, run.requests) == ("done", "done", 1)
+    assert len(server.requests) == 2  # the failed attempt and the retry, as the server saw them
+    assert events(run) == [(1, "retry", f"HTTP {status}; waiting 0.010 s (attempt 2 of 4)")]
+
+
 def test_a_retry_after_beyond_the_wait_left_gives_up_at_once(server: LoopbackServer) -> None:
     server.queue(Reply(status=429, headers={"Retry-After": "120"}, error="slow down"))
     with pytest.raises(RunFailed, match="request 1 of the run failed") as failure:

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_harness.orchestrator.loop import Orchestrator
 from pytest_harness.orchestrator.probe import PREAMBLE, SubagentProbe
+from pytest_harness.orchestrator.sessions import SessionStore
 from pytest_harness.orchestrator.subagents import SubagentEntry, steer
 from pytest_harness.orchestrator.tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
@@ -102,6 +103,39 @@ def test_a_probe_peeks_without_touching_the_child(server: LoopbackServer) -> Non
     child_after = [b for b in server.requests if first_user(b) == TASK][-1]
     assert "What are you doing?" not in json.dumps(child_after["messages"])
     assert agent.children[0].status == "done"
+
+
+def test_a_probe_reads_the_message_store_it_is_given_and_leaves_the_child_alone(
+    server: LoopbackServer,
+) -> None:
+    child = Orchestrator(
+        server.model, [], params=server.params, session="s/sub-1", store=":memory:"
+    )
+    child.messages += [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "Looking A-1 up."},
+    ]
+    child.store.save("s/sub-1", child.messages)
+    entry = SubagentEntry(id="sub-1", task=TASK, session_id="s/sub-1", agent=child)
+    elsewhere = SessionStore(":memory:")  # another copy of the child's session, further on
+    kept = [*child.messages, {"role": "assistant", "content": "A-1 shipped on Monday."}]
+    elsewhere.save("s/sub-1", kept)
+    before = [dict(m) for m in child.messages]
+    server.queue(Reply(content="It shipped on Monday."))
+    probe = SubagentProbe(message_store=elsewhere)
+    assert probe.peek(entry, "When did it ship?") == "It shipped on Monday."
+    (sent,) = server.requests  # one side request; the child made none
+    assert sent["messages"] == [
+        {"role": "user", "content": PREAMBLE},
+        *kept,
+        {"role": "user", "content": "When did it ship?"},
+    ]
+    # Read-only: the child, its own session and the given store are as they were.
+    assert child.messages == before
+    assert child.store.load("s/sub-1") == before
+    assert elsewhere.load("s/sub-1") == kept
+    assert child.store.pending_notes("s/sub-1") == elsewhere.pending_notes("s/sub-1") == []
+    assert (entry.status, entry.run) == ("pending", None)
 
 
 def test_probe_texts_for_blank_answers_failures_and_children_not_started(

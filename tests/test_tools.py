@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime
 import inspect
@@ -387,15 +388,34 @@ def test_as_tool_takes_a_tool_or_a_function() -> None:
 # ---- running ---------------------------------------------------------------------------------
 
 
-def test_a_sync_tool_runs_in_a_worker_thread() -> None:
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_ID", default="")
+
+
+def test_a_sync_tool_runs_in_a_daemon_thread_in_the_callers_context() -> None:
     @tool
-    def where(label: str) -> tuple[str, int]:
-        return label, threading.get_ident()
+    def where(label: str) -> tuple[str, int | None, bool, str]:
+        thread = threading.current_thread()
+        return label, thread.ident, thread.daemon, REQUEST_ID.get()
+
+    async def call() -> Any:
+        REQUEST_ID.set("req-7")
+        return await where(label="x")
 
     assert where.is_async is False
-    label, ident = asyncio.run(where(label="x"))
+    label, ident, daemon, request_id = asyncio.run(call())
     assert label == "x"
     assert ident != threading.get_ident()
+    assert daemon is True  # a call that hangs past its timeout never holds the process
+    assert request_id == "req-7"
+
+
+def test_what_a_sync_tool_raises_reaches_the_caller() -> None:
+    @tool
+    def broken() -> str:
+        raise LookupError("no such order")
+
+    with pytest.raises(LookupError, match="no such order"):
+        asyncio.run(broken())
 
 
 def test_an_async_tool_is_awaited_on_the_loop() -> None:

@@ -4,8 +4,8 @@
 decorates it, into a ``Tool``: a name, a description and the JSON Schema of the arguments
 (``spec()`` is the OpenAI tool definition). When the model calls the tool, ``arguments()``
 reads the JSON it sent, checks it against the schema and converts it into the Python values
-the function takes; ``await tool(**arguments)`` runs the function (a sync one in a worker
-thread); ``render()`` turns what it returned into the text sent back to the model.
+the function takes; ``await tool(**arguments)`` runs the function (a sync one in a daemon
+thread of its own); ``render()`` turns what it returned into the text sent back to the model.
 
 Two kinds of error:
 
@@ -23,22 +23,19 @@ words what was wrong with the arguments.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import dataclasses
 import functools
 import inspect
 import json
 import re
-import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, overload
 
 import jsonschema
 
+from pytest_harness._aio import in_daemon_thread
 from pytest_harness.orchestrator.argument_errors import (
     not_an_object,
     not_json,
@@ -136,16 +133,16 @@ class Tool:
         return {key: self._convert(key, value) for key, value in values.items()}
 
     async def __call__(self, **arguments: Any) -> Any:
-        """Run the function: awaited if async, else in a worker thread of the tools' pool.
+        """Run the function: awaited if async, else in a daemon thread of its own.
 
-        Not the loop's default executor (``asyncio.to_thread``): its few workers (CPU count
-        + 4) would run a batch of sync tools in waves.
+        One thread per call, not a pool: a batch of sync tools runs at once rather than in
+        waves, and a call that hangs past its timeout never holds the process or the pytest
+        session at exit (see ``_aio.in_daemon_thread``); what it returns late is dropped.
         """
         if self.is_async:
             return await self.function(**arguments)
-        context = contextvars.copy_context()
-        call = functools.partial(context.run, self.function, **arguments)
-        result = await asyncio.get_running_loop().run_in_executor(_pool(), call)
+        call = functools.partial(self.function, **arguments)
+        result = await in_daemon_thread(call, name=f"harness-tool {self.name}")
         return await result if inspect.isawaitable(result) else result
 
     def _parse(self, raw: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -301,17 +298,3 @@ def _structured(value: Any) -> bool:
     if isinstance(value, type):
         return False
     return dataclasses.is_dataclass(value) or callable(getattr(value, "model_dump", None))
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-POOL_THREADS = 64  # sync tool calls running at once, across every loop of the process
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The worker threads of sync tools (created on first use, shared)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(POOL_THREADS, thread_name_prefix="harness-tool")
-        return _POOL

@@ -22,6 +22,7 @@ from pytest_harness.orchestrator.tools import ToolArgumentError, render
 from pytest_harness.response import ModelResponse, ToolCall
 
 ABORTED = "aborted before the tool finished"
+WAKE = 0.05  # seconds: how late a signal handler's abort() may stop running tools
 
 
 class Turn:
@@ -109,9 +110,11 @@ class Turn:
         if agent.abort_requested.is_set():  # aborted while the batch was announced
             for task in tasks:
                 task.cancel()
+        alarm = asyncio.ensure_future(_wake_regularly())
         try:
             done = await asyncio.gather(*tasks, return_exceptions=True)
         finally:
+            alarm.cancel()
             agent.running_tools = []
         records = []
         for outcome, call in zip(done, calls, strict=True):
@@ -187,6 +190,18 @@ class Turn:
         if told:
             scope.emit("run", run)
         return run
+
+
+async def _wake_regularly() -> None:
+    """Wake the loop every ``WAKE`` seconds (while a batch of tools runs).
+
+    Python runs a signal handler in the main thread, between bytecodes. A signal that lands
+    as the loop goes to sleep in ``select()`` (the sending thread got the GIL the loop let
+    go) waits there until something else wakes the loop, so an ``abort()`` from a signal
+    handler would wait as long as the tools it is meant to stop.
+    """
+    while True:
+        await asyncio.sleep(WAKE)
 
 
 def _tool_hooks(middleware: Sequence[Any]) -> list[tuple[Any, Any]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from pytest_harness import _litellm, scope
-from pytest_harness._aio import maybe_await
+from pytest_harness._aio import in_daemon_thread, maybe_await
 from pytest_harness.agent import Agent, Result
 from pytest_harness.errors import (
     AgentTimeout,
@@ -206,8 +206,8 @@ async def _verdict_of(plan: Plan, judge: Any, name: str) -> Any:
         value: Any = await judge.acall(on_token=on_token)
     elif hasattr(judge, "acall"):
         value = await judge.acall()  # a nested tribunal returns itself: its result() is used
-    else:
-        value = await asyncio.to_thread(judge.call)
+    else:  # a thread that holds nothing at exit, should the judge hang past the timeout
+        value = await in_daemon_thread(judge.call, name=f"harness-judge {name}")
     if not isinstance(value, Result) and callable(getattr(value, "result", None)):
         value = value.result()
     return value

@@ -40,10 +40,7 @@ when ``harness_degenerate = warn``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pytest_harness.response import ModelResponse
+from typing import Any
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
@@ -96,12 +93,14 @@ class InvalidResponse(HarnessError):
     """A model response that is not a usable turn at all.
 
     Attributes:
-        response: the offending response, or None when there was none.
+        response: the offending ``ModelResponse``, or None when there was none. Typed ``Any``:
+            ``pytest_harness.response`` raises the errors of this module, and the package's
+            modules import one another one way only (tests/test_layout.py).
         reason: ``"nil_response"``, ``"interrupted"``, ``"empty_response"`` or ``"degenerate"``.
         model: the model that produced it.
     """
 
-    def __init__(self, message: str, *, response: ModelResponse | None, reason: str, model: str):
+    def __init__(self, message: str, *, response: Any, reason: str, model: str):
         super().__init__(message)
         self.response = response
         self.reason = reason

@@ -1,7 +1,9 @@
 """What a model call returns: ``ModelResponse`` and its parts, as plain frozen data.
 
 ``read_completion`` and ``read_stream`` build one from an OpenAI-style chat completion, or
-from the chunks of its stream, given as plain dicts.
+from the chunks of its stream, given as plain dicts. Each first checks the type of every
+field it reads (``completion_problem``, ``chunk_problem``): a completion or chunk of the
+wrong shape is a ``ProviderResponseError`` that names the field, never a Python error.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from pytest_harness.errors import ProviderResponseError
 from pytest_harness.validator import split_think, visible_text
 
 __all__ = [
@@ -20,6 +23,8 @@ __all__ = [
     "TokenCallback",
     "ToolCall",
     "Usage",
+    "chunk_problem",
+    "completion_problem",
     "read_completion",
     "read_stream",
 ]
@@ -110,7 +115,13 @@ def read_completion(
         model: the model asked for.
         cost: the USD cost of the usage, or None when unknown.
         started: ``time.perf_counter()`` when the call started.
+
+    Raises:
+        ProviderResponseError: the completion has no choice, or a field of the wrong type.
     """
+    problem = completion_problem(data)
+    if problem is not None:
+        raise _unreadable(model, "a chat completion", problem)
     choice = data["choices"][0]
     message = choice.get("message") or {}
     content = message.get("content")
@@ -137,7 +148,15 @@ def read_stream(
     cost: Pricing,
     started: float,
 ) -> ModelResponse:
-    """The response a stream's chunks add up to; without a finish reason it was interrupted."""
+    """The response a stream's chunks add up to; without a finish reason it was interrupted.
+
+    Raises:
+        ProviderResponseError: a chunk has a field of the wrong type.
+    """
+    for number, chunk in enumerate(chunks, 1):
+        problem = chunk_problem(chunk)
+        if problem is not None:
+            raise _unreadable(model, "a stream", f"chunk {number} of {len(chunks)}: {problem}")
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
@@ -207,6 +226,95 @@ def _parse_arguments(raw: Any) -> Mapping[str, Any] | None:
         return {}
     try:
         parsed = json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: too deep to parse
         return None
     return parsed if isinstance(parsed, dict) else None
+
+
+# The fields read_completion and read_stream read, and their types: absent or null is always
+# fine; a dict is an object's fields, a list of one shape a list of such values.
+# A tuple is any of its types.
+_USAGE = {"prompt_tokens": int, "completion_tokens": int, "total_tokens": int}
+
+
+def _message(arguments: type | tuple[type, ...]) -> dict[str, Any]:
+    call = {"id": str, "index": int, "function": {"name": str, "arguments": arguments}}
+    return {"content": str, "reasoning_content": str, "tool_calls": [call]}
+
+
+# A stream's argument pieces are text to join; a whole call's may also come parsed.
+_CHUNK = {"choices": [{"finish_reason": str, "delta": _message(str)}], "usage": _USAGE}
+_COMPLETION = {
+    "choices": [{"finish_reason": str, "message": _message((str, dict))}],
+    "usage": _USAGE,
+}
+_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+def completion_problem(data: Any) -> str | None:
+    """What makes ``data`` unreadable as a chat completion (the field and what it is), or None."""
+    if isinstance(data, Mapping) and not data.get("choices"):
+        return f"choices must be a list of at least one choice, got {_kind(data.get('choices'))}"
+    return _shape_problem(data, _COMPLETION, "")
+
+
+def chunk_problem(data: Any) -> str | None:
+    """What makes ``data`` unreadable as a chunk of a chat completion stream, or None."""
+    return _shape_problem(data, _CHUNK, "")
+
+
+def _shape_problem(value: Any, shape: Any, where: str) -> str | None:
+    if isinstance(shape, dict):
+        if not isinstance(value, Mapping):
+            expected = f"{where} must be an object" if where else "expected an object"
+            return f"{expected}, got {_kind(value)}"
+        for key, inner in shape.items():
+            child = value.get(key)
+            at = f"{where}.{key}" if where else key
+            problem = None if child is None else _shape_problem(child, inner, at)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} must be a list, got {_kind(value)}"
+        for index, item in enumerate(value):
+            problem = _shape_problem(item, shape[0], f"{where}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, bool) or not isinstance(value, shape):
+        expected = " or ".join(
+            _NAMES[kind] for kind in (shape if isinstance(shape, tuple) else [shape])
+        )
+        return f"{where} must be {expected}, got {_kind(value)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    """A JSON value for messages: its type and the start of it (never all of a big one)."""
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        keys = ", ".join(repr(key)[:30] for key in list(value)[:5])
+        return f"an object with keys {keys}" if keys else "an empty object"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return "an integer"  # repr refuses integers of more than 4,300 digits
+    shown = repr(value[:80] if isinstance(value, str) else value)
+    return f"{_NAMES.get(type(value)) or type(value).__name__} ({shown[:80]})"
+
+
+def _unreadable(model: str, what: str, problem: str) -> ProviderResponseError:
+    return ProviderResponseError(
+        f"model {model!r} answered {what} that cannot be read: {problem}. The provider's reply "
+        "is not an OpenAI-style chat completion; check api_base and the model name."
+    )

@@ -19,6 +19,9 @@ from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is still read
+# A verdict is a few levels deep. Deeper JSON is refused: Python's parser, then jsonschema,
+# pydantic and every json.dumps of the value would run out of stack on it.
+MAX_REPLY_DEPTH = 100
 
 
 def json_schema(output: Any) -> dict[str, Any] | None:
@@ -59,7 +62,7 @@ def find_json(text: str, raw: str | None = None) -> Any:
     hide the object after it). ``raw`` is the reply as the model gave it, for the error.
 
     Raises:
-        JudgeOutputError: no JSON value could be found.
+        JudgeOutputError: no JSON value could be found, or it nests deeper than ``MAX_REPLY_DEPTH``.
     """
     raw = text if raw is None else raw
     stripped = text.strip()
@@ -67,19 +70,47 @@ def find_json(text: str, raw: str | None = None) -> Any:
         raise JudgeOutputError("the reply is empty: expected a JSON object", raw=raw)
     for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))):
         try:
-            return _DECODER.decode(candidate)
+            return _shallow(_DECODER.decode(candidate), raw)
         except ValueError:
             continue
+        except RecursionError:
+            raise _too_deep(raw) from None
     for opener in ("{", "["):
         for match in re.finditer(re.escape(opener), text):
             try:
                 value, _ = _DECODER.raw_decode(text, match.start())
             except ValueError:
                 continue
-            return value
+            except RecursionError:  # stop: retrying at each opener inside it is quadratic
+                raise _too_deep(raw) from None
+            return _shallow(value, raw)
     raise JudgeOutputError(
         f"the reply has no JSON object in it: {quote(text, 200)}. Ask for JSON in the agent's "
         "instructions, or declare an output schema so the provider enforces it",
+        raw=raw,
+    )
+
+
+def _shallow(value: Any, raw: str) -> Any:
+    """``value``, unless it nests deeper than ``MAX_REPLY_DEPTH`` (then ``JudgeOutputError``)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_REPLY_DEPTH + 1):
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return value
+    raise _too_deep(raw)
+
+
+def _too_deep(raw: str) -> JudgeOutputError:
+    return JudgeOutputError(
+        f"the reply is not readable JSON: it nests deeper than {MAX_REPLY_DEPTH} levels. "
+        f"Reply: {quote(raw, 200)}. Ask for a flat JSON object in the agent's instructions, "
+        "or declare an output schema so the provider enforces it",
         raw=raw,
     )
 

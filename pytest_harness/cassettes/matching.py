@@ -32,11 +32,12 @@ def canonical_body(body: bytes | str | None, ignore: Sequence[str] = ()) -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         data = json.loads(text)
-    except ValueError:
+        for path in ignore:
+            _drop(data, path.split("."))
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        # Not JSON, or nested deeper than Python's parser goes: compared as the text it is.
         return text
-    for path in ignore:
-        _drop(data, path.split("."))
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _drop(data: Any, path: list[str]) -> None:
@@ -115,7 +116,7 @@ def describe(key: RequestKey) -> str:
     lines = [f"{method} {scheme}://{where}{path}" + (f"?{query}" if query else "")]
     try:
         data = json.loads(body) if body else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or JSON too deep to parse (canonical_body)
         data = {}
     if isinstance(data, dict):
         if "model" in data:
@@ -165,6 +166,6 @@ def _pretty(key: RequestKey) -> list[str]:
     head = [f"{method} {scheme}://{host}{':' + port if port else ''}{path}?{query}"]
     try:
         shown = json.dumps(json.loads(body), indent=2, sort_keys=True, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or JSON too deep to parse (canonical_body)
         shown = body
     return head + shown.splitlines()

@@ -19,13 +19,14 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.request import Request
 
 from pytest_harness.cassettes import files
-from pytest_harness.errors import CassetteError, describe
+from pytest_harness.errors import CassetteError
 
 
+# ``files.read`` checked the shape of every interaction: what is read here is there, and typed.
 def _request(raw: Mapping[str, Any]) -> Any:
     body = raw.get("body")
     if isinstance(body, dict):
-        body = base64.b64decode(body.get("base64", ""))
+        body = base64.b64decode(body["base64"])
     elif isinstance(body, str):
         body = body.encode("utf-8")
     return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
@@ -33,11 +34,19 @@ def _request(raw: Mapping[str, Any]) -> Any:
 
 def _response(raw: Mapping[str, Any]) -> dict[str, Any]:
     body = raw.get("body") or {}
-    if "base64" in body:
-        content = base64.b64decode(body["base64"])
+    encoded = body.get("base64")
+    if encoded is not None:
+        content = base64.b64decode(encoded)
     else:
-        content = str(body.get("string", "")).encode("utf-8")
-    return {**raw, "body": {"string": content}}
+        content = (body.get("string") or "").encode("utf-8")
+    # vcrpy's stubs read ``status.message`` and ``headers`` (a list per name) unconditionally;
+    # a hand-edited file may leave them out, or give a header a single value.
+    headers = {
+        name: values if isinstance(values, list) else [values]
+        for name, values in (raw.get("headers") or {}).items()
+    }
+    status = {**raw["status"], "message": raw["status"].get("message") or ""}
+    return {**raw, "status": status, "headers": headers, "body": {"string": content}}
 
 
 class Persister:
@@ -47,18 +56,12 @@ class Persister:
     def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
         if not path.is_file():
             raise CassetteNotFoundError()
-        data = files.read(path)
+        data = files.read(path)  # raises CassetteError, naming the part, unless well-formed
         if not data:
             raise CassetteNotFoundError()
-        try:
-            interactions = data.get("interactions", [])
-            requests = [_request(i["request"]) for i in interactions]
-            responses = [_response(i["response"]) for i in interactions]
-        except (KeyError, TypeError, ValueError) as error:
-            raise CassetteError(
-                f"cassette {path} has a malformed interaction ({describe(error)}). "
-                "Delete it and re-record the test with --harness-live."
-            ) from None
+        interactions = data.get("interactions") or []
+        requests = [_request(interaction["request"]) for interaction in interactions]
+        responses = [_response(interaction["response"]) for interaction in interactions]
         return requests, responses, dict(data.get("metadata") or {})
 
     @staticmethod

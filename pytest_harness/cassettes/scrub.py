@@ -136,13 +136,22 @@ def _redact_body(body: Any, fields: Sequence[str]) -> Any:
     try:
         text = body.decode() if isinstance(body, bytes) else body
         data = json.loads(text)
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):
+        # Not JSON (UnicodeDecodeError is a ValueError), or nested deeper than Python's parser
+        # goes: no field to redact. The pre-write scan still reads it as text.
         return body
-    separators, ascii_only = _style(data, text)
-    changed = [_replace_at(data, field.split(".")) for field in fields]
-    if not any(changed):
-        return body
-    out = json.dumps(data, separators=separators, ensure_ascii=ascii_only)
+    try:
+        separators, ascii_only = _style(data, text)
+        changed = [_replace_at(data, field.split(".")) for field in fields]
+        if not any(changed):
+            return body
+        out = json.dumps(data, separators=separators, ensure_ascii=ascii_only)
+    except RecursionError:  # parsed at the edge of the stack, but not written back
+        raise CassetteError(
+            f"a request body nests too deep to write back with its fields redacted "
+            f"({', '.join(fields)}): nothing was recorded or replayed for it. Send a flatter "
+            "body, or remove the fields from harness_redact_body_fields."
+        ) from None
     return out.encode() if isinstance(body, bytes) else out
 
 

@@ -34,19 +34,16 @@ from pytest_harness.cassettes.replies import (
     read_responses_stream,
 )
 from pytest_harness.cassettes.sse import decode, is_event_stream, json_events, loads
-from pytest_harness.response import ModelResponse, read_completion, read_stream
+from pytest_harness.response import (
+    ModelResponse,
+    chunk_problem,
+    completion_problem,
+    read_completion,
+    read_stream,
+)
 
 __all__ = ["Recognised", "recognise"]
 
-# Each field read_completion / read_stream read, wherever it sits, and its type when present.
-_CHAT_FIELDS: dict[str, type] = {
-    **dict.fromkeys(("choices", "tool_calls"), list),
-    **dict.fromkeys(("usage", "function"), dict),
-    **dict.fromkeys(
-        ("content", "reasoning_content", "finish_reason", "id", "name", "arguments"), str
-    ),
-    **dict.fromkeys(("index", "prompt_tokens", "completion_tokens", "total_tokens"), int),
-}
 _ANTHROPIC_EVENTS = {"message_start", "content_block_start", "content_block_delta", "message_delta"}
 
 
@@ -137,16 +134,17 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
     return read_gemini(chunks, streamed=True) if any("candidates" in c for c in chunks) else None
 
 
-# OpenAI Chat Completions, once read_completion / read_stream can trust the types.
+# OpenAI Chat Completions, once read_completion / read_stream accept their shape (they would
+# raise ProviderResponseError otherwise).
 def _chat(data: dict[str, Any]) -> Found | None:
-    if not data.get("choices") or not _chat_ok(data, "message"):
+    if completion_problem(data) is not None or not _as_sent(data["choices"]):
         return None
     response = read_completion(data, model="", cost=lambda _: None, started=0.0)
     return "openai.chat", response, as_str(data.get("model"))
 
 
 def _chat_stream(chunks: list[dict[str, Any]]) -> Found | None:
-    if not all(_chat_ok(chunk, "delta") for chunk in chunks):
+    if any(chunk_problem(chunk) is not None for chunk in chunks):
         return None
     finish = None
     for chunk in chunks:
@@ -156,20 +154,17 @@ def _chat_stream(chunks: list[dict[str, Any]]) -> Found | None:
     return "openai.chat", response, model
 
 
-def _chat_ok(data: dict[str, Any], key: str) -> bool:
-    """Whether a completion (key "message") or chunk ("delta") has its fields' types."""
-    nodes: list[Any] = [data, data.get("usage") or {}]
-    for choice in (data.get("choices") or []) if _chat_typed(data) else [None]:
-        message = as_dict(choice).get(key) or ({} if key == "delta" else None)
-        calls = (as_dict(message).get("tool_calls") or []) if _chat_typed(message) else [None]
-        nodes += [choice, message, *calls, *(as_dict(c).get("function") or {} for c in calls)]
-    return all(_chat_typed(node) for node in nodes)
-
-
-def _chat_typed(node: Any) -> bool:
-    return isinstance(node, dict) and all(
-        node.get(field) is None or isinstance(node[field], kind)
-        for field, kind in _CHAT_FIELDS.items()
+def _as_sent(choices: list[dict[str, Any]]) -> bool:
+    """Whether each choice has its message and its tool calls' arguments as JSON text: a
+    completion as the API sends it (``read_completion`` also takes arguments parsed)."""
+    messages = [choice.get("message") for choice in choices]
+    return all(
+        isinstance(message, dict)
+        and not any(
+            isinstance((call.get("function") or {}).get("arguments"), dict)
+            for call in message.get("tool_calls") or []
+        )
+        for message in messages
     )
 
 

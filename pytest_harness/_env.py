@@ -6,9 +6,6 @@
 - ``LITELLM_LOCAL_MODEL_COST_MAP``: read when litellm is imported; without it litellm fetches
   its price map over the network.
 
-It also silences the warnings litellm's modules raise while they load (``_quiet_imports``):
-under ``filterwarnings = error`` they would fail the first call that loads them.
-
 The plugin applies them when pytest configures (before any test, so before the application
 builds a litellm client), the seam before it imports litellm. A value the user set wins.
 """
@@ -17,13 +14,10 @@ from __future__ import annotations
 
 import os
 
-from pytest_harness import _quiet_imports
-
 LITELLM_DEFAULTS = {"DISABLE_AIOHTTP_TRANSPORT": "True", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def apply() -> None:
-    """Set each variable the user has not set; quiet litellm's imports."""
+    """Set each variable the user has not set."""
     for name, value in LITELLM_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    _quiet_imports.install("litellm")

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from pytest_harness import _env
+from pytest_harness import _env, _quiet_imports
 from pytest_harness.errors import ProviderResponseError
 from pytest_harness.local import tool_calls
 from pytest_harness.local.route import LOCAL_MODEL
@@ -44,6 +44,7 @@ def lib() -> Any:
     global _litellm, _QUIET
     if _litellm is None:
         _env.apply()
+        _quiet_imports.install("litellm")
         import litellm
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
@@ -119,10 +120,13 @@ def quiet_warnings() -> None:
       TypedDicts) from its schema generator: that origin's ``UserWarning``. A user's own
       model that warns there while its schema is built is quiet inside harness tests too.
 
-    Warnings litellm's modules raise while they load are silenced at that import
-    (``_quiet_imports``). The plugin calls this inside pytest's per-test warning capture, so
-    the filters are undone after each test.
+    Warnings litellm's modules raise while they load (the application's imports too, from
+    its first test on) are silenced at that import (``_quiet_imports``, installed here and
+    by ``lib``, not when pytest starts: an import hook costs every later import a call). The
+    plugin calls this inside pytest's per-test warning capture, so the filters are undone
+    after each test.
     """
+    _quiet_imports.install("litellm")
     warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
     warnings.filterwarnings(
         "ignore", category=UserWarning, module=r"pydantic\._internal\._generate_schema$"

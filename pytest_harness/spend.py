@@ -2,8 +2,8 @@
 
 ``Spend`` adds up the model responses of one test: the harness's own calls as the seam
 reports them (priced already), the application's as ``cassettes.traffic`` recognises them in
-the test's HTTP traffic. Calls and tokens are counted at once, money when it is asked for,
-from litellm's price map (imported then, and only then). A model litellm has no price for
+the test's HTTP traffic. Calls and tokens are counted at once, money when it is asked for:
+the price map of litellm (imported then, and only then). A model litellm has no price for
 adds tokens but no cost; the cost stays None until some call is priced.
 
 ``Budget`` is the gate the cassette calls before any request goes to a real server. Once the

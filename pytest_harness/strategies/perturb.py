@@ -102,22 +102,26 @@ def injected(text: Text, lines: Sequence[str] = INJECTIONS) -> SearchStrategy[st
 
 
 def _typos(draw: DrawFn, text: str, most: int) -> str:
+    # Each key typed, paired with the key it stands for: a slip on a key already slipped is
+    # a neighbour of the intended key (``X`` may become ``S``, never then ``A``).
+    keys = [(char, char) for char in text]
     for _ in range(draw(st.integers(0, most))):
-        if not text:
+        if not keys:
             break
-        at = draw(st.integers(0, len(text) - 1))
+        at = draw(st.integers(0, len(keys) - 1))
         slip = draw(st.integers(0, 3))
+        meant = keys[at][1]
         if slip == 1:  # a key held down
-            text = text[: at + 1] + text[at:]
-        elif slip == 2 and len(text) > 1:  # two keys in the wrong order
-            at = min(at, len(text) - 2)
-            text = text[:at] + text[at + 1] + text[at] + text[at + 2 :]
-        elif slip == 3 and text[at].lower() in KEYBOARD_NEIGHBOURS:  # the key next door
-            key = draw(st.sampled_from(KEYBOARD_NEIGHBOURS[text[at].lower()]))
-            text = text[:at] + (key.upper() if text[at].isupper() else key) + text[at + 1 :]
+            keys.insert(at, keys[at])
+        elif slip == 2 and len(keys) > 1:  # two keys in the wrong order
+            at = min(at, len(keys) - 2)
+            keys[at], keys[at + 1] = keys[at + 1], keys[at]
+        elif slip == 3 and meant.lower() in KEYBOARD_NEIGHBOURS:  # the key next door
+            key = draw(st.sampled_from(KEYBOARD_NEIGHBOURS[meant.lower()]))
+            keys[at] = (key.upper() if meant.isupper() else key, meant)
         else:  # a key missed
-            text = text[:at] + text[at + 1 :]
-    return text
+            del keys[at]
+    return "".join(typed for typed, _ in keys)
 
 
 # Case modes in shrinking order after "as it is" (0): whole-text changes first, then

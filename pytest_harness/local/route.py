@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pytest_harness.errors import causes
+from pytest_harness.errors import causes, describe
 from pytest_harness.local import tool_calls
 from pytest_harness.local.install import MODEL_NAME
 
@@ -182,7 +182,7 @@ def death_news() -> str | None:
         if dead is None or _death_told:
             return None
         _death_told = True
-    return f"{type(dead).__name__}: {dead}"
+    return describe(dead)
 
 
 def _told(dead: BaseException | None) -> BaseException | None:

@@ -34,11 +34,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_harness import model, scope
-from pytest_harness.cassettes.slot import CassetteSlot
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import count_usage
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness import _model as model
+from pytest_harness import _scope as scope
+from pytest_harness._cassettes.slot import CassetteSlot
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import count_usage
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 NAP = 0.5

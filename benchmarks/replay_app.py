@@ -58,8 +58,8 @@ import openai
 from replay import answer, load_cassette, make_slot, messages
 from tabulate import tabulate
 
+from pytest_harness._item import TrafficWatch
 from pytest_harness.testing import LoopbackServer
-from pytest_harness.watch import TrafficWatch
 
 SIZES = (10, 200, 1000)
 BATCH = 10  # calls per opened cassette: K, the same for every N (the smallest is 10)

@@ -46,7 +46,7 @@ from conftest import Judge
 
 @pytest.mark.harness(samples=20)
 def test_reply(harness):
-    assert harness.run(Judge, "Thanks, it ships today.").processed["pass"]
+    assert harness.ask(Judge, "Thanks, it ships today.").processed["pass"]
 """
 SINGLE = """
 import pytest
@@ -54,7 +54,7 @@ from conftest import Judge
 
 @pytest.mark.parametrize("n", range(20))
 def test_reply(harness, n):
-    assert harness.run(Judge, "Thanks, it ships today.").processed["pass"]
+    assert harness.ask(Judge, "Thanks, it ships today.").processed["pass"]
 """
 ROUND = """
 import contextlib, io

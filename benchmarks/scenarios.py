@@ -29,7 +29,8 @@ from tabulate import tabulate
 
 SCENARIOS = [f"Customer message number {n}: my parcel is late" for n in range(50)]
 CONFTEST = """
-from pytest_harness import Agent, SharedState
+from pytest_harness import Agent
+from pytest_harness.team import SharedState
 
 class Writer(Agent):
     model = "openai/gpt-4o-mini"
@@ -82,7 +83,7 @@ def project(root: Path) -> None:
     sys.path.insert(0, str(root))
     from conftest import Messages  # type: ignore[import-not-found]
 
-    from pytest_harness.team.scenarios import Request
+    from pytest_harness._scenarios import Request
 
     path = Request(Messages, "late parcels", None).path(root / "cassettes")
     path.parent.mkdir(parents=True)

@@ -44,8 +44,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_harness.orchestrator.middleware.session import resume
-from pytest_harness.orchestrator.sessions import SessionStore
+from pytest_harness.orchestrator._sessions import SessionStore, resume
 
 SIZE = 1000
 SAVES = 20  # incremental saves per round

@@ -53,12 +53,14 @@ from typing import Any, TypeAlias
 
 from tabulate import tabulate
 
-from pytest_harness import _litellm, model, scope
-from pytest_harness.agent import Agent
-from pytest_harness.cassettes import matching
-from pytest_harness.cassettes.slot import CassetteSlot
+from pytest_harness import _litellm
+from pytest_harness import _model as model
+from pytest_harness import _scope as scope
+from pytest_harness._agent import Agent
+from pytest_harness._cassettes import matching
+from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal._tribunal import Tribunal
 
 PANEL_SIZE = 16
 DELAY_S = 0.5

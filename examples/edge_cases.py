@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_harness import Agent, SharedState
-from pytest_harness.team.store import KnowledgeStore
+from pytest_harness import Agent
+from pytest_harness.team import SharedState
+from pytest_harness.team._findings import KnowledgeStore
 
 
 class Customer(Agent):

@@ -1,7 +1,7 @@
 """The feature under test: an order-lookup support agent with three tools.
 
-It is built on ``pytest_harness.Orchestrator``, the agent loop the harness can assert on:
-the model reads the customer's message, calls the tools it needs, reads their results and
+It is built on ``pytest_harness.orchestrator.Orchestrator``, the agent loop the harness can
+assert on: the model reads the customer's message, calls the tools it needs, reads their results and
 answers. ``max_tool_rounds=1`` lets it look things up once; the request after that
 asks it to answer from what it found (``tool_choice="none"``).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pytest_harness import Orchestrator, tool
+from pytest_harness.orchestrator import Orchestrator, tool
 
 ORDERS: dict[str, dict[str, Any]] = {
     "A-1042": {"status": "shipped", "carrier": "DHL", "delivery": "2026-11-26"},

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.harness
 def test_the_support_bot_answers_each_message(harness: Harness, scenario: str) -> None:
     assert isinstance(scenario, str)
     assert scenario.strip()
-    reply = harness.run(SupportBot, scenario)
+    reply = harness.ask(SupportBot, scenario)
     assert reply.output  # the degenerate-output check ran on it too
     verdict = harness.verdict(ReplyQuality, reply)
     assert len(verdict.votes) + len(verdict.errors) == 3

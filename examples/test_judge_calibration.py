@@ -56,6 +56,6 @@ def test_the_judges_agree_with_people(harness: Harness) -> None:
 
 @pytest.mark.harness(samples=5, pass_rate=0.6)
 def test_the_bot_answers_briefly_most_of_the_time(harness: Harness) -> None:
-    reply = harness.run(SupportBot, "My parcel says delivered but it is not here.")
+    reply = harness.ask(SupportBot, "My parcel says delivered but it is not here.")
     assert reply.output
     assert len(reply.output) <= 400, f"a {len(reply.output)}-character reply"

@@ -28,7 +28,7 @@ RUDE = "Stop bothering us. Not my problem, figure it out yourself."
 
 
 def test_every_judge_votes_and_the_majority_decides(harness: Harness) -> None:
-    reply = harness.run(SupportBot, "My order is two weeks late. Where is it?")
+    reply = harness.ask(SupportBot, "My order is two weeks late. Where is it?")
     assert reply.output  # the feature answered (the degenerate-output check ran too)
     verdict = harness.verdict(ReplyQuality, reply)
     assert len(verdict.votes) + len(verdict.errors) == 3

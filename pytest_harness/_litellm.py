@@ -18,16 +18,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from pytest_harness import _env, _quiet_imports
-from pytest_harness.errors import ProviderResponseError
-from pytest_harness.local import tool_calls
-from pytest_harness.local.route import LOCAL_MODEL
-from pytest_harness.response import (
+from pytest_harness._local import route
+from pytest_harness._local.route import LOCAL_MODEL
+from pytest_harness._response import (
     ModelResponse,
     TokenCallback,
     Usage,
     read_completion,
     read_stream,
 )
+from pytest_harness.errors import ProviderResponseError
 
 _litellm: Any = None
 # litellm's own "internal call" switch: no success-logging thread or logging-worker task per
@@ -189,7 +189,7 @@ def _internal_call() -> Iterator[None]:
 def _for_litellm(kwargs: dict[str, Any]) -> dict[str, Any]:
     """What litellm needs beyond an OpenAI-style request."""
     kwargs = dict(kwargs)
-    kwargs.pop(tool_calls.MARK, None)  # the seam's own note, not litellm's
+    kwargs.pop(route.MARK, None)  # the seam's own note, not litellm's
     if kwargs.get("tools"):
         # litellm's MCP bridge imports the optional `mcp` package for any call with tools
         # (and fails without it); the harness runs tools itself, never over MCP.

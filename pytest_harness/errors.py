@@ -1,9 +1,11 @@
-"""Errors raised by pytest-harness.
+"""Every exception of pytest-harness, in one place.
 
-Every error names what went wrong and what to do about it. The tree::
+Every error names what went wrong and what to do about it. The tree (a test checks it
+against the classes below)::
 
     HarnessError
     ├── ConfigError (also ValueError)       a wrong option, ini value or marker argument
+    │   └── LabelError                      a labelled set that cannot be read
     ├── InvalidResponse                     a structurally unusable model response
     │   └── DegenerateResponse              valid, but nothing visible (blank / think-only)
     ├── ProviderResponseError               the provider answered something we cannot read
@@ -19,11 +21,15 @@ Every error names what went wrong and what to do about it. The tree::
     ├── SessionStoreError                   a session store is corrupt, locked or not one
     ├── UnknownSession (also LookupError)   no session with that id
     ├── TeamError                           a shared-state team could not finish (its findings kept)
+    ├── ScenariosUnavailable                a test's scenarios could not be had
     └── SimulationError                     the application failed in a simulated conversation
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request
     └── BudgetExceeded                      the recorded spend passed harness_max_cost
+
+    ToolArgumentError (a ValueError)        a tool's arguments do not fit it (told to the model)
+    StopRun (an Exception)                  raised by a middleware: the run ends, with a reason
 
 ``HarnessStop`` errors are raised inside the HTTP transport of whatever client the code
 under test uses. Deriving from ``BaseException`` keeps them out of every ``except
@@ -94,7 +100,7 @@ class InvalidResponse(HarnessError):
 
     Attributes:
         response: the offending ``ModelResponse``, or None when there was none. Typed ``Any``:
-            ``pytest_harness.response`` raises the errors of this module, and the package's
+            ``pytest_harness._response`` raises the errors of this module, and the package's
             modules import one another one way only (tests/test_layout.py).
         reason: ``"nil_response"``, ``"interrupted"``, ``"empty_response"`` or ``"degenerate"``.
         model: the model that produced it.
@@ -173,3 +179,104 @@ class LocalModelError(HarnessError):
 
 class HarnessWarning(UserWarning):
     """Raised as a warning, not an error, when ``harness_degenerate = warn``."""
+
+
+class RunFailed(HarnessError):
+    """A model call failed mid-run (a provider error, an invalid response).
+
+    Attributes:
+        run: the run up to the failure (``stop_reason`` ``error``): its messages are kept.
+    """
+
+    def __init__(self, message: str, *, run: Any):
+        super().__init__(message)
+        self.run = run
+
+
+class RetriesExhausted(HarnessError):
+    """A model request kept failing for passing reasons, and ``Retry`` gave up on it.
+
+    Raised from the last error (its ``__cause__``).
+
+    Attributes:
+        attempts: how many times the request was sent.
+        waited: seconds waited between the attempts, in all.
+        last: the last attempt's error.
+    """
+
+    def __init__(self, message: str, *, attempts: int, waited: float, last: BaseException):
+        super().__init__(message)
+        self.attempts = attempts
+        self.waited = waited
+        self.last = last
+
+
+class CompactionFailed(HarnessError):
+    """The summary call of a compaction failed; the conversation was left unchanged."""
+
+
+class UnknownSession(HarnessError, LookupError):
+    """No session with that id in the store."""
+
+
+class SessionStoreError(HarnessError):
+    """The session store cannot be opened, read or written (corrupt, locked, not one)."""
+
+
+class StopRun(Exception):
+    """Raised by a middleware to end the run with ``reason`` (its messages are kept)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class ToolArgumentError(ValueError):
+    """The arguments a model sent for a tool are not JSON, or do not fit the tool.
+
+    The message is written for the model, to be sent back as the tool's result: it names the
+    tool and every problem, and asks for the call again.
+    """
+
+
+class TeamError(HarnessError):
+    """A shared-state team could not finish.
+
+    Attributes:
+        team: the team's name.
+        findings: the store's findings when it stopped.
+        turns: the member turns run so far (their errors included).
+        cycles: the cycles that ran to their end.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        team: str,
+        findings: list[Any],
+        turns: tuple[Any, ...],
+        cycles: int,
+    ) -> None:
+        super().__init__(message)
+        self.team = team
+        self.findings = findings
+        self.turns = turns
+        self.cycles = cycles
+
+
+class SimulationError(HarnessError):
+    """The application failed during a simulated conversation (the transcript so far kept)."""
+
+    def __init__(self, message: str, *, transcript: Any) -> None:
+        super().__init__(message)
+        self.transcript = transcript
+
+
+class ScenariosUnavailable(HarnessError):
+    """A test's scenarios could not be had (reported as that test's error)."""
+
+
+class LabelError(ConfigError):
+    """A labelled set that cannot be read: the message names the file and line, or the item."""

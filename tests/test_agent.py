@@ -10,15 +10,15 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from pytest_harness import scope
-from pytest_harness.agent import Agent, Result
+from pytest_harness import _scope as scope
+from pytest_harness._agent import Agent, AgentResult
+from pytest_harness._response import ModelResponse, Usage
 from pytest_harness.errors import (
     ConfigError,
     DegenerateResponse,
     InvalidResponse,
     JudgeOutputError,
 )
-from pytest_harness.response import ModelResponse, Usage
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -60,11 +60,11 @@ def words(body: dict[str, Any]) -> int:
     return sum(len(str(message["content"]).split()) for message in body["messages"])
 
 
-# The Result ------------------------------------------------------------------------------
+# The AgentResult ------------------------------------------------------------------------------
 
 
 def test_class_declared_agent_returns_a_frozen_result(server: LoopbackServer) -> None:
-    """A class-declared agent sends its settings and returns every Result field."""
+    """A class-declared agent sends its settings and returns every AgentResult field."""
 
     class Politeness(Agent):
         model = server.model
@@ -81,7 +81,7 @@ def test_class_declared_agent_returns_a_frozen_result(server: LoopbackServer) ->
     assert body["model"] == "loopback"
     assert body["temperature"] == 0
     assert body["max_tokens"] == 50
-    assert isinstance(result, Result)
+    assert isinstance(result, AgentResult)
     assert result.input == "Please hold on."
     assert result.output == reply
     assert result.processed == {"pass": True, "reason": "says please"}
@@ -440,7 +440,7 @@ def test_call_inside_a_running_event_loop(server: LoopbackServer) -> None:
     Judge = judge(server, "Judge", "j")
     server.queue(Reply(content='{"pass": true, "reason": "from a loop"}'))
 
-    async def inside() -> Result:
+    async def inside() -> AgentResult:
         asyncio.get_running_loop()  # a loop is running here
         return Judge(input="x").call()
 
@@ -482,7 +482,7 @@ def test_repeated_sync_calls_share_one_loop_and_keep_litellm_quiet(
     loops: list[asyncio.AbstractEventLoop] = []
 
     class Polite(judge(server, "Polite", "Is it polite?")):  # type: ignore[misc]
-        async def acall(self, **kwargs: Any) -> Result:
+        async def acall(self, **kwargs: Any) -> AgentResult:
             loops.append(asyncio.get_running_loop())
             return await super().acall(**kwargs)
 

@@ -13,16 +13,15 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import scope
-from pytest_harness.agent import Agent
-from pytest_harness.calibration.assertions import assert_calibrated
-from pytest_harness.calibration.labels import Labelled
-from pytest_harness.calibration.probes import Padding, Position, resolve
-from pytest_harness.calibration.result import Calibration
-from pytest_harness.calibration.run import calibrate
+from pytest_harness import _scope as scope
+from pytest_harness._agent import Agent
+from pytest_harness.calibration._calibrate import assert_calibrated, calibrate
+from pytest_harness.calibration._labels import Labelled
+from pytest_harness.calibration._probes import Padding, Position, resolve
+from pytest_harness.calibration._result import Calibration
 from pytest_harness.errors import ConfigError
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal._tribunal import Tribunal
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -445,7 +444,7 @@ import json
 from pathlib import Path
 
 from conftest import Quality
-from pytest_harness.calibration.run import calibrate
+from pytest_harness.calibration._calibrate import calibrate
 
 
 def test_quality():

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.calibration.labels import LabelError, Labelled, load, source_name
-from pytest_harness.errors import ConfigError
+from pytest_harness.calibration._labels import Labelled, load, source_name
+from pytest_harness.errors import ConfigError, LabelError
 
 ITEMS = [
     {"id": "polite", "input": "Thanks, it ships today.", "label": "pass", "tone": "warm"},

@@ -51,8 +51,7 @@ def _heavy_imports_first() -> None:
     import requests  # noqa: F401
 
     from pytest_harness import _litellm, tribunal  # noqa: F401
-    from pytest_harness.cassettes import store, traffic  # noqa: F401
-    from pytest_harness.tribunal import assertions, declare  # noqa: F401
+    from pytest_harness._cassettes import store
 
     _litellm.lib()
     assert store.HarnessCassette
@@ -540,8 +539,8 @@ def test_cassettes_closed_out_of_order_leave_no_stub_behind(tmp_path: Path) -> N
     import httpx
     import requests
 
-    from pytest_harness.cassettes import store
-    from pytest_harness.cassettes.scrub import Redaction
+    from pytest_harness._cassettes import store
+    from pytest_harness._cassettes.scrub import Redaction
 
     originals = (httpx.AsyncHTTPTransport.handle_async_request, requests.adapters.HTTPAdapter.send)
     opened = [

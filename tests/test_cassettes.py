@@ -31,7 +31,7 @@ def ask():
 @pytest.fixture(scope="module", autouse=True)
 def _heavy_imports_first() -> None:
     from pytest_harness import _litellm
-    from pytest_harness.cassettes import store
+    from pytest_harness._cassettes import store
 
     _litellm.lib()
     assert store.HarnessCassette
@@ -87,8 +87,9 @@ def test_replay_without_recording_is_a_cassette_miss(suite: pytest.Pytester) -> 
     suite.makepyfile(
         test_geo="""
         import pytest
-        from pytest_harness import CassetteMiss, scope
-        from pytest_harness.cassettes.slot import CassetteSlot
+        from pytest_harness import CassetteMiss
+        from pytest_harness import _scope as scope
+        from pytest_harness._cassettes.slot import CassetteSlot
 
         def test_capital(ask):
             (slot,) = [h for h in scope.current().call_hooks if isinstance(h, CassetteSlot)]
@@ -432,7 +433,7 @@ def test_network_guard_refuses_any_internet_address(suite: pytest.Pytester) -> N
         test_net="""
         import socket
         import pytest
-        from pytest_harness import NetworkBlocked
+        from pytest_harness.errors import NetworkBlocked
 
         @pytest.mark.harness
         def test_documentation_address():

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import drift
+from pytest_harness import _drift as drift
 from pytest_harness.errors import CassetteError
 from pytest_harness.testing import LoopbackServer, Reply
 

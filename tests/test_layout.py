@@ -1,4 +1,10 @@
-"""The package's layout: no import cycles, no reading another module's private names.
+"""The package's layout: no import cycles, no import of another package's private modules.
+
+A module whose name starts with ``_`` (``pytest_harness.tribunal._panel``) or lies in a
+private package (``pytest_harness._cassettes.store``) belongs to the package that holds it:
+modules of that package (and of its subpackages) import it; every other module goes through
+a public namespace (``pytest_harness.tribunal``). The top-level private modules
+(``pytest_harness._model``) are shared by the whole package.
 
 The import graph is read from the source (``ast``): every import counts, at module level,
 inside functions and under ``TYPE_CHECKING``, because each is a dependency a reader has to
@@ -114,15 +120,23 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_module_imports_another_modules_private_names() -> None:
+def test_no_module_imports_another_packages_private_modules() -> None:
     trees = modules()
     found = [
-        f"{name} imports {name_taken} from {source}"
+        f"{name} imports {target}"
         for name, tree in trees.items()
-        for source, name_taken in imports(tree, set(trees))
-        if name_taken is not None and _private(name_taken)
+        for target in _imported_modules(tree, set(trees))
+        if not _may_import(name, target, trees)
     ]
     assert found == []
+
+
+def test_the_privacy_rule_refuses_a_reach_into_another_package() -> None:
+    trees = {name: ast.Module(body=[], type_ignores=[]) for name in ("p", "p.a", "p.a._x", "p.b")}
+    assert _may_import("p.a", "p.a._x", trees)  # the package itself
+    assert not _may_import("p.b", "p.a._x", trees)  # a sibling package
+    assert _may_import("p.b", "p._shared", trees)  # the top level's private modules: everyone's
+    assert _may_import("p.a", "p.b", trees)
 
 
 def test_no_module_reads_another_modules_private_attributes() -> None:
@@ -175,6 +189,26 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     for name in names:
         subprocess.run([sys.executable, "-c", code, name], check=True, capture_output=True)
+
+
+def _imported_modules(tree: ast.Module, known: set[str]) -> Iterator[str]:
+    for target, _ in imports(tree, known):
+        yield target
+
+
+def _may_import(importer: str, target: str, trees: dict[str, ast.Module]) -> bool:
+    """Whether ``importer`` lies inside the package that owns ``target``'s first private part."""
+    parts = target.split(".")
+    private_at = next((i for i, part in enumerate(parts) if _private(part)), None)
+    if private_at is None:
+        return True
+    owner = ".".join(parts[:private_at])
+    here = importer if _is_package(importer, trees) else importer.rpartition(".")[0]
+    return here == owner or here.startswith(owner + ".")
+
+
+def _is_package(name: str, trees: dict[str, ast.Module]) -> bool:
+    return name == PACKAGE or any(other.startswith(name + ".") for other in trees)
 
 
 def _private(name: str) -> bool:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pytest_harness.local import tool_calls
-from pytest_harness.local.route import REPLAY_BASE, make_route
-from pytest_harness.response import ModelResponse
+from pytest_harness._local import route
+from pytest_harness._local.route import REPLAY_BASE, make_route
+from pytest_harness._response import ModelResponse
 
 LOOKUP = {
     "type": "function",
@@ -39,7 +39,7 @@ def test_offered_tools_become_a_grammar_and_plain_turns() -> None:
     ]
     routed = make_route(REPLAY_BASE)({"model": "local", "messages": messages, "tools": [LOOKUP]})
     assert "tools" not in routed
-    assert routed[tool_calls.MARK] is True
+    assert routed[route.MARK] is True
     schema = routed["response_format"]["schema"]
     assert routed["response_format"]["type"] == "json_object"
     assert schema["anyOf"][0]["properties"]["tool"] == {"type": "string", "enum": ["lookup"]}
@@ -65,12 +65,12 @@ def test_a_call_without_tools_is_left_alone() -> None:
     routed = make_route(REPLAY_BASE)(
         {"model": "local", "messages": [{"role": "user", "content": "hi"}]}
     )
-    assert tool_calls.MARK not in routed
+    assert route.MARK not in routed
     assert "response_format" not in routed
 
 
 def test_the_json_reply_reads_back_as_a_tool_call_or_an_answer() -> None:
-    called = tool_calls.receive(
+    called = route.receive(
         ModelResponse(
             content='{"tool": "lookup", "arguments": {"order": "A-1"}}', finish_reason="stop"
         )
@@ -78,15 +78,15 @@ def test_the_json_reply_reads_back_as_a_tool_call_or_an_answer() -> None:
     (call,) = called.tool_calls
     assert (call.name, call.arguments, called.content) == ("lookup", {"order": "A-1"}, None)
     assert called.finish_reason == "tool_calls"
-    answered = tool_calls.receive(ModelResponse(content='{"answer": "It shipped."}'))
+    answered = route.receive(ModelResponse(content='{"answer": "It shipped."}'))
     assert (answered.text, answered.tool_calls) == ("It shipped.", ())
     cut = ModelResponse(content='{"tool": "look', interrupted=True)
-    assert tool_calls.receive(cut) is cut  # left for the response check to judge
+    assert route.receive(cut) is cut  # left for the response check to judge
 
 
 def test_a_reply_cut_off_by_the_token_limit_reads_as_openai_would_send_it() -> None:
     cut_call = '{ "tool": "lookup", "arguments": {"order": "1042-1042-10'
-    called = tool_calls.receive(ModelResponse(content=cut_call, finish_reason="length"))
+    called = route.receive(ModelResponse(content=cut_call, finish_reason="length"))
     (call,) = called.tool_calls
     assert (call.name, call.arguments, call.raw_arguments) == (
         "lookup",
@@ -95,11 +95,9 @@ def test_a_reply_cut_off_by_the_token_limit_reads_as_openai_would_send_it() -> N
     )
     assert (called.content, called.finish_reason) == (None, "length")
     cut_answer = '{"answer": "Your order \\"A-1\\" shipped on Mon'
-    answered = tool_calls.receive(ModelResponse(content=cut_answer, finish_reason="length"))
+    answered = route.receive(ModelResponse(content=cut_answer, finish_reason="length"))
     assert (answered.text, answered.tool_calls) == ('Your order "A-1" shipped on Mon', ())
-    mid_escape = tool_calls.receive(
-        ModelResponse(content='{"answer": "a\\', finish_reason="length")
-    )
+    mid_escape = route.receive(ModelResponse(content='{"answer": "a\\', finish_reason="length"))
     assert mid_escape.text == "a"
 
 
@@ -123,7 +121,7 @@ def test_tool_choice_decides_what_the_grammar_allows() -> None:
     guide = none["messages"][0]["content"]
     assert guide == 'Reply with one JSON object: {"answer": <text>} to answer.'
     assert "tool_choice" not in none
-    assert none[tool_calls.MARK] is True
+    assert none[route.MARK] is True
 
 
 def test_a_tool_choice_naming_no_offered_tool_says_which_are() -> None:

@@ -30,19 +30,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from pytest_harness.agent import Agent
-from pytest_harness.cassettes import files, store
-from pytest_harness.cassettes.scrub import Redaction
-from pytest_harness.cassettes.traffic import Recognised, recognise
+from pytest_harness._agent import Agent
+from pytest_harness._cassettes import files, store
+from pytest_harness._cassettes.scrub import Redaction
+from pytest_harness._cassettes.wire import Recognised, recognise
+from pytest_harness._response import ModelResponse, read_completion, read_stream
 from pytest_harness.errors import (
     AllAgentsFailed,
     CassetteError,
     JudgeOutputError,
     ProviderResponseError,
 )
-from pytest_harness.response import ModelResponse, read_completion, read_stream
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal.declare import Tribunal
+from pytest_harness.tribunal._tribunal import Tribunal
 
 pytestmark = pytest.mark.harness(cassette=False)
 T = TypeVar("T")

@@ -8,16 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import (
-    DegenerateResponse,
-    HarnessWarning,
-    InvalidResponse,
-    ModelResponse,
-    ProviderResponseError,
-    acomplete,
-    complete,
-    scope,
-)
+from pytest_harness import DegenerateResponse, InvalidResponse, ModelResponse, acomplete, complete
+from pytest_harness import _scope as scope
+from pytest_harness.errors import HarnessWarning, ProviderResponseError
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 # These tests talk to the loopback server itself, not to cassettes.

@@ -16,14 +16,16 @@ from typing import Any
 import pytest
 
 from pytest_harness import _litellm
-from pytest_harness.errors import ConfigError
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.compaction import SUMMARY_PROMPT, Compaction
-from pytest_harness.orchestrator.middleware.tokens import count_tokens, token_bound
-from pytest_harness.orchestrator.middleware.usage import count_usage
-from pytest_harness.orchestrator.pipeline import ModelCall
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.errors import ConfigError, RunFailed
+from pytest_harness.orchestrator._compaction import (
+    SUMMARY_PROMPT,
+    Compaction,
+    count_tokens,
+    token_bound,
+)
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._pipeline import ModelCall, count_usage
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -256,11 +258,11 @@ def test_options_are_checked(options: dict[str, Any], named: str) -> None:
 
 APP = """
 import pytest
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.compaction import Compaction
-from pytest_harness.orchestrator.middleware.usage import count_usage
-from pytest_harness.orchestrator.pipeline import ModelCall
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._compaction import Compaction
+from pytest_harness.orchestrator._pipeline import count_usage
+from pytest_harness.orchestrator._pipeline import ModelCall
+from pytest_harness.orchestrator._tools import tool
 
 @tool
 def lookup(order: str) -> str:
@@ -283,7 +285,7 @@ def test_orders():
 @pytest.fixture
 def _heavy_imports_first() -> None:
     """pytester's in-process runs forget the modules they import; litellm cannot be re-imported."""
-    from pytest_harness.cassettes import store
+    from pytest_harness._cassettes import store
 
     _litellm.lib()
     assert store.HarnessCassette

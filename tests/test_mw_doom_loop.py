@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from pytest_harness.errors import ConfigError
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.doom_loop import DoomLoop
-from pytest_harness.orchestrator.middleware.usage import count_usage
-from pytest_harness.orchestrator.run import Run
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._doom_loop import DoomLoop
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._pipeline import count_usage
+from pytest_harness.orchestrator._run import Run
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run

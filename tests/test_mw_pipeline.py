@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import Reasoning, UsageLimits, count_usage, defaults
-from pytest_harness.orchestrator.pipeline import ModelCall, Next, StopRun
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.response import ModelResponse
+from pytest_harness._response import ModelResponse
+from pytest_harness.errors import StopRun
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import Reasoning, UsageLimits, count_usage, defaults
+from pytest_harness.orchestrator._pipeline import ModelCall, Next
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -129,8 +130,8 @@ def test_events_reach_the_session_report_and_json(pytester: pytest.Pytester) -> 
     pytester.makepyfile(
         test_agent="""
         import pytest
-        from pytest_harness.orchestrator.loop import Orchestrator
-        from pytest_harness.orchestrator.middleware import UsageLimits
+        from pytest_harness.orchestrator._loop import Orchestrator
+        from pytest_harness.orchestrator._middleware import UsageLimits
         from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
         pytestmark = pytest.mark.harness(cassette=False)

@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import scope
-from pytest_harness.errors import ConfigError, NetworkBlocked
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.retry import RetriesExhausted, Retry, transient
-from pytest_harness.orchestrator.middleware.usage import count_usage
-from pytest_harness.orchestrator.pipeline import ModelCall, Next
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.response import ModelResponse
+from pytest_harness import _scope as scope
+from pytest_harness._response import ModelResponse
+from pytest_harness.errors import ConfigError, NetworkBlocked, RetriesExhausted, RunFailed
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._pipeline import ModelCall, Next, count_usage
+from pytest_harness.orchestrator._retry import Retry, transient
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -234,9 +232,9 @@ def test_in_replay_it_passes_the_request_on_untouched(server: LoopbackServer) ->
 MISS = """
 import pytest
 from pytest_harness.errors import CassetteMiss
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.retry import Retry
-from pytest_harness.orchestrator.middleware.usage import count_usage
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._retry import Retry
+from pytest_harness.orchestrator._pipeline import count_usage
 from pytest_harness.testing import LoopbackServer
 
 def test_agent():

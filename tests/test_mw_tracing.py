@@ -21,11 +21,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import UsageLimits, count_usage
-from pytest_harness.orchestrator.middleware.tracing import Tracing
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.errors import RunFailed
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import UsageLimits, count_usage
+from pytest_harness.orchestrator._tools import tool
+from pytest_harness.orchestrator._tracing import Tracing
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec, completion_body
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -331,9 +331,9 @@ def test_runs_at_once_sharing_one_tracing_keep_their_spans_apart(
 
 # The child's script: a loopback run of an Orchestrator with Tracing() and count_usage.
 RUN = """
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import count_usage
-from pytest_harness.orchestrator.middleware.tracing import Tracing
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import count_usage
+from pytest_harness.orchestrator._tracing import Tracing
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 def lookup(order: str) -> str:
@@ -407,7 +407,7 @@ def test_by_default_the_spans_go_to_the_global_provider() -> None:
 def test_importing_the_plugin_and_tracing_imports_no_opentelemetry() -> None:
     code = (
         "import sys, pytest_harness.plugin\n"
-        "from pytest_harness.orchestrator.middleware import tracing\n"
+        "from pytest_harness.orchestrator import _tracing as tracing\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -421,9 +421,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from pytest_harness.errors import CassetteMiss
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import count_usage
-from pytest_harness.orchestrator.middleware.tracing import Tracing
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import count_usage
+from pytest_harness.orchestrator._tracing import Tracing
 from pytest_harness.testing import LoopbackServer
 
 def test_agent():

@@ -7,13 +7,17 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.errors import ConfigError, DegenerateResponse, HarnessWarning, InvalidResponse
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware.retry import Retry
-from pytest_harness.orchestrator.middleware.usage import count_usage
-from pytest_harness.orchestrator.middleware.validation import Validation
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.errors import (
+    ConfigError,
+    DegenerateResponse,
+    HarnessWarning,
+    InvalidResponse,
+    RunFailed,
+)
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._pipeline import Validation, count_usage
+from pytest_harness.orchestrator._retry import Retry
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run

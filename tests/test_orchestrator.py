@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.orchestrator.loop import MAX_REQUESTS_PER_TURN, Orchestrator
-from pytest_harness.orchestrator.middleware import defaults
-from pytest_harness.orchestrator.pipeline import ModelCall, Next
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.response import ModelResponse
+from pytest_harness._response import ModelResponse
+from pytest_harness.errors import RunFailed
+from pytest_harness.orchestrator._loop import MAX_REQUESTS_PER_TURN, Orchestrator
+from pytest_harness.orchestrator._middleware import defaults
+from pytest_harness.orchestrator._pipeline import ModelCall, Next
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -389,7 +389,7 @@ def test_a_failing_trajectory_assertion_prints_the_trajectory(
 
 RUNS = """
 import pytest
-from pytest_harness import tool
+from pytest_harness.orchestrator import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 @tool

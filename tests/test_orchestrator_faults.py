@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.errors import InvalidResponse
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.run import RunFailed
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.errors import InvalidResponse, RunFailed
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -112,8 +111,8 @@ HANG = 300.0  # seconds a hung tool sleeps; every bound below is a small fractio
 
 HUNG_SCRIPT = """
 import asyncio, json, sys, time
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._tools import tool
 
 @tool
 def stuck() -> str:
@@ -154,7 +153,7 @@ HUNG_TEST = """
 import time
 import pytest
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._tools import tool
 
 @tool
 def stuck() -> str:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.sessions import SessionStore, UnknownSession
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.errors import UnknownSession
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._sessions import SessionStore
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -37,7 +38,7 @@ def test_a_session_continues_in_a_new_process(server: LoopbackServer, tmp_path: 
     script = tmp_path / "resume.py"
     script.write_text(
         textwrap.dedent(f"""
-        from pytest_harness.orchestrator.loop import Orchestrator
+        from pytest_harness.orchestrator._loop import Orchestrator
         agent = Orchestrator({server.model!r}, [], params={server.params!r},
                              session="s1", store={str(store)!r}, resume=True)
         print(agent.run("When does it arrive?").output)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from browser import ARTIFACTS, Browser, Node, needs_chromium, parse
 
-from pytest_harness.report import tribunals as report
-from pytest_harness.report.html import render, write_html
+from pytest_harness._report import tribunals as report
+from pytest_harness._report.html import render, write_html
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)

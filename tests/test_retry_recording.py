@@ -10,8 +10,8 @@ from pytest_harness.testing import LoopbackServer, Reply
 
 SUITE = """
 import os
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import defaults
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import defaults
 
 def test_agent():
     params = {"api_base": os.environ["URL"], "api_key": "loopback-not-a-secret"}

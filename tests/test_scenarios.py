@@ -9,16 +9,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_harness import Agent, SharedState
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.team.scenarios import Request, ids
+from pytest_harness import Agent
+from pytest_harness._scenarios import Request, ids
+from pytest_harness.orchestrator._tools import tool
+from pytest_harness.team import SharedState
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 MESSAGES = ["My parcel is late!", "Where is order A-1?", "My parcel is late, again."]
 
 TEAM = """
 import os
-from pytest_harness import Agent, SharedState
+from pytest_harness import Agent
+from pytest_harness.team import SharedState
 
 class Writer(Agent):
     model = "openai/loopback"
@@ -189,8 +191,9 @@ def test_ids_are_short_readable_and_unique() -> None:
 
 
 def test_the_cassette_is_named_from_the_team_and_a_hash(tmp_path: Path) -> None:
-    from pytest_harness import Agent, SharedState
-    from pytest_harness.team.scenarios import Request
+    from pytest_harness import Agent
+    from pytest_harness._scenarios import Request
+    from pytest_harness.team import SharedState
 
     class Writer(Agent):
         model = "openai/x"
@@ -213,10 +216,11 @@ def test_the_cassette_is_named_from_the_team_and_a_hash(tmp_path: Path) -> None:
 def test_the_strategy_draws_from_the_recorded_scenarios(tmp_path: Path) -> None:
     from hypothesis import find
 
-    from pytest_harness import Agent, SharedState
+    from pytest_harness import Agent
+    from pytest_harness._scenarios import Request
     from pytest_harness.errors import ConfigError
     from pytest_harness.strategies import scenarios
-    from pytest_harness.team.scenarios import Request
+    from pytest_harness.team import SharedState
 
     class Writer(Agent):
         model = "openai/x"

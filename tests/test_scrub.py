@@ -15,7 +15,7 @@ from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer
 
-from pytest_harness.cassettes.scrub import (
+from pytest_harness._cassettes.scrub import (
     REDACTED,
     Finding,
     Redaction,
@@ -397,7 +397,7 @@ def test_check_before_write_passes_a_clean_cassette() -> None:
 
 def test_scrub_imports_neither_vcr_nor_litellm() -> None:
     code = (
-        "import sys, pytest_harness.cassettes.scrub\n"
+        "import sys, pytest_harness._cassettes.scrub\n"
         "print(sorted({'vcr', 'litellm'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,20 +20,20 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.errors import HarnessError
-from pytest_harness.orchestrator import pipeline
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import defaults
-from pytest_harness.orchestrator.middleware.session import (
+from pytest_harness._response import ModelResponse
+from pytest_harness.errors import HarnessError, SessionStoreError, UnknownSession
+from pytest_harness.orchestrator import _pipeline as pipeline
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import defaults
+from pytest_harness.orchestrator._sessions import (
     STEER_PREFIX,
     UNFINISHED,
     SessionRecorder,
+    SessionStore,
     resume,
     unanswered,
 )
-from pytest_harness.orchestrator.sessions import SessionStore, SessionStoreError, UnknownSession
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.response import ModelResponse
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -155,11 +155,11 @@ SCRIPT = '''
 import os
 import sys
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.middleware import defaults
-from pytest_harness.orchestrator.middleware.session import SessionRecorder, resume
-from pytest_harness.orchestrator.sessions import SessionStore
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._middleware import defaults
+from pytest_harness.orchestrator._sessions import SessionRecorder, resume
+from pytest_harness.orchestrator._sessions import SessionStore
+from pytest_harness.orchestrator._tools import tool
 
 
 @tool

@@ -16,15 +16,14 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.agent import Agent
-from pytest_harness.errors import CassetteMiss, ConfigError
-from pytest_harness.fixture import Harness
-from pytest_harness.orchestrator.tools import tool
-from pytest_harness.team.config import Member
-from pytest_harness.team.result import TeamError, TeamResult
-from pytest_harness.team.shared_state import SharedState
-from pytest_harness.team.store import KnowledgeStore
-from pytest_harness.team.turns import COORDINATION
+from pytest_harness._agent import Agent
+from pytest_harness._fixture import Harness
+from pytest_harness.errors import CassetteMiss, ConfigError, TeamError
+from pytest_harness.orchestrator._tools import tool
+from pytest_harness.team._findings import KnowledgeStore, TeamResult
+from pytest_harness.team._members import Member
+from pytest_harness.team._shared_state import SharedState
+from pytest_harness.team._turns import COORDINATION
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from pytest_harness import Agent, Harness, Tribunal, _aio
-from pytest_harness.errors import ConfigError
-from pytest_harness.team.simulate import SimulationError, Transcript, asimulate, simulate
+from pytest_harness.errors import ConfigError, SimulationError
+from pytest_harness.team._simulate import Transcript, asimulate, simulate
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
@@ -141,7 +141,7 @@ def test_a_tribunal_judges_the_transcript(server: LoopbackServer, harness: Harne
 
 SUITE = """
 import json, os
-from pytest_harness.team.simulate import simulate
+from pytest_harness.team._simulate import simulate
 
 def test_conversation():
     params = {"api_base": os.environ["URL"], "api_key": "loopback-not-a-secret"}

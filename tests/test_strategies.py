@@ -34,7 +34,7 @@ from pytest_harness.strategies import (
     typos,
     whitespace,
 )
-from pytest_harness.strategies.tables import KEYBOARD_NEIGHBOURS, SPACES
+from pytest_harness.strategies._perturb import KEYBOARD_NEIGHBOURS, SPACES
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.probe import PREAMBLE, SubagentProbe
-from pytest_harness.orchestrator.sessions import SessionStore
-from pytest_harness.orchestrator.subagents import SubagentEntry, steer
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._sessions import SessionStore
+from pytest_harness.orchestrator._subagents import PREAMBLE, SubagentEntry, SubagentProbe, steer
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run

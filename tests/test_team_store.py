@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.team.store import Finding, KnowledgeStore
+from pytest_harness.team._findings import Finding, KnowledgeStore
 
 pytestmark = pytest.mark.harness(cassette=False)
 

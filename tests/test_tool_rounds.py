@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.orchestrator.loop import Orchestrator
-from pytest_harness.orchestrator.tools import tool
+from pytest_harness.orchestrator._loop import Orchestrator
+from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run

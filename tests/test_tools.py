@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typing_extensions import NotRequired, Required, TypedDict
 
-from pytest_harness.orchestrator.declarations import parse_docstring
-from pytest_harness.orchestrator.schema import annotation_schema
-from pytest_harness.orchestrator.tools import Tool, ToolArgumentError, as_tool, render, tool
+from pytest_harness.errors import ToolArgumentError
+from pytest_harness.orchestrator._schema import annotation_schema, parse_docstring
+from pytest_harness.orchestrator._tools import Tool, as_tool, render, tool
 
 # The types tools take are declared at module level: type hints are resolved in the
 # function's module, so a class local to a test could not be named by one.

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.cassettes.sse import events, is_event_stream
-from pytest_harness.cassettes.traffic import Recognised, recognise
-from pytest_harness.response import ModelResponse, ToolCall, Usage
+from pytest_harness._cassettes.wire import Recognised, events, is_event_stream, recognise
+from pytest_harness._response import ModelResponse, ToolCall, Usage
 
 pytestmark = pytest.mark.harness(cassette=False)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness.agent import Agent, Result
+from pytest_harness._agent import Agent, AgentResult
 from pytest_harness.errors import (
     AgentTimeout,
     AllAgentsFailed,
@@ -22,9 +22,8 @@ from pytest_harness.errors import (
     JudgeOutputError,
 )
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal.declare import Tribunal
-from pytest_harness.tribunal.run import Event
-from pytest_harness.tribunal.verdicts import JudgeFailure, Verdict
+from pytest_harness.tribunal._panel import JudgeFailure, TribunalEvent, Verdict
+from pytest_harness.tribunal._tribunal import Tribunal
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -117,10 +116,10 @@ def test_direct_use(server: LoopbackServer) -> None:
         params={"max_tokens": 20},
         memory=memory,
     )
-    seen: list[tuple[Result, int]] = []
-    processed: list[list[Result]] = []
+    seen: list[tuple[AgentResult, int]] = []
+    processed: list[list[AgentResult]] = []
 
-    def not_toxic(results: list[Result]) -> bool:
+    def not_toxic(results: list[AgentResult]) -> bool:
         processed.append(list(results))
         return all(result.processed["pass"] is False for result in results)
 
@@ -210,15 +209,15 @@ def test_declared_subclass(server: LoopbackServer) -> None:
         timeout = 3
 
         @Tribunal.verdict("majority", may_fail=1)
-        def passed(result: Result) -> bool:
+        def passed(result: AgentResult) -> bool:
             return result.processed["pass"] is True
 
         @Tribunal.on("after_agent")
-        def show(result: Result, index: int) -> None:
+        def show(result: AgentResult, index: int) -> None:
             log.append(("on after_agent", result.agent, index))
 
         @Tribunal.after("agent")
-        def also(result: Result, index: int) -> None:
+        def also(result: AgentResult, index: int) -> None:
             log.append(("after agent", result.agent, index))
 
         @Tribunal.callback("agent_error")
@@ -226,7 +225,7 @@ def test_declared_subclass(server: LoopbackServer) -> None:
             log.append(("agent_error", name, type(error), index))
 
         @Tribunal.before("verdict")
-        def drop_helpful(results: list[Result]) -> list[Result]:
+        def drop_helpful(results: list[AgentResult]) -> list[AgentResult]:
             return [result for result in results if result.agent != "Helpful"]
 
     tribunal = ReplyQuality(input="Thanks for waiting!")
@@ -258,7 +257,7 @@ def test_declared_process(server: LoopbackServer) -> None:
         agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
 
         @Tribunal.process
-        def passing(results: list[Result]) -> int:
+        def passing(results: list[AgentResult]) -> int:
             return sum(1 for result in results if result.processed["pass"])
 
     tribunal = Count(input="x").call()
@@ -297,7 +296,7 @@ def test_may_fail_attribute_with_a_verdict_decorator(server: LoopbackServer) -> 
         may_fail = 0
 
         @Tribunal.verdict("majority")
-        def passed(result: Result) -> bool:
+        def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
     assert Strict(input="x").may_fail == Strict.may_fail == 0
@@ -313,7 +312,7 @@ def test_evaluator_named_verdict(server: LoopbackServer) -> None:
         agents = (judge(server, "Good"),)
 
         @Tribunal.verdict("unanimous")
-        def verdict(result: Result) -> bool:
+        def verdict(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
     tribunal = Panel(input="x").call()
@@ -398,7 +397,7 @@ def test_instance_hooks_add_to_class_hooks_for_that_instance(server: LoopbackSer
         agents = (judge(server, "A"),)
 
         @Tribunal.after("call")
-        def log(results: list[Result], errors: list[Any]) -> None:
+        def log(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("class")
 
     first = Logged(input="x")
@@ -424,16 +423,16 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
         agents = (A,)
 
         @Tribunal.on("after_call")
-        def parent_hook(results: list[Result], errors: list[Any]) -> None:
+        def parent_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("parent")
 
     class Child(Parent):
         @Parent.on("after_call")  # through the parent's name, still the child's
-        def child_hook(results: list[Result], errors: list[Any]) -> None:
+        def child_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("child")
 
         @Tribunal.verdict("at_least", 2)
-        def passed(result: Result) -> bool:
+        def passed(result: AgentResult) -> bool:
             return True
 
     class Sibling(Parent):
@@ -443,16 +442,16 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
         agents = (A,)
 
         @Tribunal.on("after_call")
-        def other_hook(results: list[Result], errors: list[Any]) -> None:
+        def other_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("other")
 
-    def child_later(results: list[Result], errors: list[Any]) -> None:
+    def child_later(results: list[AgentResult], errors: list[Any]) -> None:
         seen.append("child later")
 
     assert Child.on("after_call", child_later) is child_later
 
     @Sibling.after("call")
-    def sibling_later(results: list[Result], errors: list[Any]) -> None:
+    def sibling_later(results: list[AgentResult], errors: list[Any]) -> None:
         seen.append("sibling later")
 
     def run(cls: type[Tribunal]) -> tuple[list[str], str]:
@@ -595,7 +594,7 @@ def test_parametrised_strategies(
         agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
 
         @Tribunal.verdict(rule, *args)
-        def vote(result: Result) -> Any:
+        def vote(result: AgentResult) -> Any:
             return result.processed[field]
 
     verdict = Scored(input="x").call().verdict
@@ -614,11 +613,11 @@ def test_process_takes_priority_over_a_strategy(server: LoopbackServer) -> None:
         agents = (judge(server, "A"), judge(server, "B"))
 
         @Tribunal.verdict("unanimous")
-        def passed(result: Result) -> bool:
+        def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
         @Tribunal.process
-        def failing(results: list[Result]) -> int:
+        def failing(results: list[AgentResult]) -> int:
             return sum(1 for result in results if not result.processed["pass"])
 
     verdict = Both(input="x").call().verdict
@@ -656,7 +655,7 @@ def test_may_fail_boundaries(
     names = ["J0", "J1", "J2"]
     broken = names[len(names) - failing :]
     script(server, {name: "no JSON" if name in broken else says(True) for name in names})
-    events: list[Event] = []
+    events: list[TribunalEvent] = []
     tribunal = Tribunal(
         input="x",
         agents=[judge(server, name) for name in names],
@@ -722,14 +721,14 @@ def test_unusable_judge_replies_are_judge_errors(server: LoopbackServer) -> None
 def test_setup_errors_fail_the_panel_unchanged(server: LoopbackServer) -> None:
     """A judge without a model is the test's mistake: the ConfigError is raised as is."""
     script(server, {"Good": says(True)})
-    events: list[Event] = []
+    events: list[TribunalEvent] = []
     tribunal = Tribunal(
         input="x",
         agents=[judge(server, "Good"), judge(server, "Modelless", model=None)],
         may_fail=5,
         streams={"tribunal": events.append},
     )
-    visited: list[Result] = []
+    visited: list[AgentResult] = []
     tribunal.on("after_agent", lambda result, index: visited.append(result))
     with pytest.raises(ConfigError, match="agent Modelless has no model"):
         tribunal.call()
@@ -754,7 +753,7 @@ def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
         return Reply(content=says(name != "Slow"))
 
     server.handler = handler
-    events: list[Event] = []
+    events: list[TribunalEvent] = []
     tribunal = Tribunal(
         input="x",
         agents=[judge(server, "Slow"), judge(server, "Quick"), judge(server, "Quicker")],
@@ -821,7 +820,7 @@ def test_nested_tribunal(server: LoopbackServer) -> None:
 
     assert [result.agent for result in outer.results] == ["C", "Inner", "Inner"]
     nested = outer.results[1]
-    assert isinstance(nested, Result)
+    assert isinstance(nested, AgentResult)
     assert nested.processed == {"verdict": True}
     assert nested.output is None
     assert nested.input == "inner input"
@@ -885,7 +884,7 @@ def test_verdict_object(server: LoopbackServer) -> None:
         agents = tuple(judge(server, n) for n in ("Polite", "Helpful", "Accurate", "Broken"))
 
         @Tribunal.verdict("majority", may_fail=1)
-        def passed(result: Result) -> bool:
+        def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
     tribunal = Quality(input="Thanks for waiting!").call()
@@ -950,12 +949,12 @@ def test_verdict_cost_sums_the_judges(server: LoopbackServer) -> None:
 
 
 def test_streams(server: LoopbackServer) -> None:
-    """token gets (agent, delta); agent and tribunal streams get Event objects."""
+    """token gets (agent, delta); agent and tribunal streams get TribunalEvent objects."""
     polite = says(True, "kind words")
     script(server, {"Polite": polite, "Broken": "not json"})
     tokens: list[tuple[str, str]] = []
-    agent_events: list[Event] = []
-    tribunal_events: list[Event] = []
+    agent_events: list[TribunalEvent] = []
+    tribunal_events: list[TribunalEvent] = []
     tribunal = Tribunal(
         input="x",
         agents=[judge(server, "Polite"), judge(server, "Broken")],
@@ -971,7 +970,7 @@ def test_streams(server: LoopbackServer) -> None:
     assert "".join(delta for agent, delta in tokens if agent == "Broken") == "not json"
     assert {agent for agent, _ in tokens} == {"Polite", "Broken"}
 
-    assert all(isinstance(event, Event) for event in agent_events + tribunal_events)
+    assert all(isinstance(event, TribunalEvent) for event in agent_events + tribunal_events)
     by_agent = {
         name: [event for event in agent_events if event.agent == name]
         for name in ("Polite", "Broken")
@@ -1002,7 +1001,7 @@ def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
             log.append("before_call")
 
         @Tribunal.before("verdict")
-        async def only_polite(results: list[Result]) -> list[Result]:
+        async def only_polite(results: list[AgentResult]) -> list[AgentResult]:
             await asyncio.sleep(0)
             return [result for result in results if result.agent == "Polite"]
 
@@ -1011,7 +1010,7 @@ def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
             await asyncio.sleep(0)
             log.append(("after_verdict", verdict.value))
 
-    async def after_agent(result: Result, index: int) -> None:
+    async def after_agent(result: AgentResult, index: int) -> None:
         await asyncio.sleep(0)
         log.append(("after_agent", result.agent, index))
 
@@ -1024,7 +1023,7 @@ def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
     ]
     assert tribunal.verdict.value is True  # unanimous over the Polite judge only
 
-    async def count(results: list[Result]) -> int:
+    async def count(results: list[AgentResult]) -> int:
         await asyncio.sleep(0)
         return len(results)
 

@@ -70,9 +70,10 @@ def judge(body: dict[str, Any]) -> Reply:
 @pytest.fixture(scope="module", autouse=True)
 def _heavy_imports_first() -> None:
     # Imported before the in-process runs, so every run shares one Tribunal class.
-    from pytest_harness import _litellm, fixture
-    from pytest_harness.cassettes import store
-    from pytest_harness.report import tribunals
+    from pytest_harness import _fixture as fixture
+    from pytest_harness import _litellm
+    from pytest_harness._cassettes import store
+    from pytest_harness._report import tribunals
 
     _litellm.lib()
     assert all((store.HarnessCassette, fixture.Harness, tribunals.record))

@@ -6,8 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness.response import ModelResponse, ToolCall
-from pytest_harness.validator import ResponseValidator, split_think, visible_text
+from pytest_harness._response import (
+    ModelResponse,
+    ResponseValidator,
+    ToolCall,
+    split_think,
+    visible_text,
+)
 
 VALIDATOR = ResponseValidator()
 CALL = ToolCall(id="c1", name="f", arguments={}, raw_arguments="{}")

@@ -10,21 +10,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness.agent import Result
+from pytest_harness._agent import AgentResult
+from pytest_harness._stats import fleiss_kappa, percent_agreement
 from pytest_harness.errors import ConfigError
-from pytest_harness.tribunal.agreement import fleiss_kappa, percent_agreement
-from pytest_harness.tribunal.strategies import (
+from pytest_harness.tribunal._panel import (
     VALID_STRATEGIES,
+    JudgeFailure,
     Strategy,
+    Verdict,
+    Vote,
     at_least,
+    default_vote,
     fraction,
     majority,
     mean,
     passes,
+    reason_of,
     strategy,
     unanimous,
 )
-from pytest_harness.tribunal.verdicts import JudgeFailure, Verdict, Vote, default_vote, reason_of
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -227,8 +231,8 @@ def test_mean_needs_numbers() -> None:
 # default_vote, reason_of, the Verdict value ---------------------------------------------
 
 
-def result_with(processed: Any) -> Result:
-    return Result(input="x", output=None, processed=processed, agent="Judge")
+def result_with(processed: Any) -> AgentResult:
+    return AgentResult(input="x", output=None, processed=processed, agent="Judge")
 
 
 @pytest.mark.parametrize(

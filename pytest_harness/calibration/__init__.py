@@ -1,11 +1,36 @@
 """Judge calibration: a tribunal scored against people's labels, with bias probes.
 
-- ``labels``: labelled sets (JSONL, CSV, a list) read into ``Labelled`` items.
-- ``metrics``: the confusion matrix, accuracy and Cohen's kappa (pure functions).
-- ``asking``: one panel run read per judge; many at once, deterministic under replay.
-- ``probes``: the bias probes (``examples``, ``position``, ``padding``) and their protocol.
-- ``run``: ``calibrate`` / ``acalibrate``: the tribunal over every item, then the probes.
-- ``scores``: ``Score``, ``Agreement``, ``ProbeResult``.
-- ``result``: ``Calibration``: failures against thresholds, the record, the table.
-- ``assertions``: ``assert_calibrated``.
+``calibrate(Tribunal, "labels.jsonl")`` asks the tribunal about every labelled item and
+scores each judge and the panel against the labels (accuracy, Cohen's kappa), measures how
+the judges agree (Fleiss' kappa), then re-asks with bias probes (``Examples``, ``Position``,
+``Padding``, or your own ``Probe``) that must not move a fair verdict. ``assert_calibrated``
+fails the test below ``min_accuracy`` / ``min_kappa`` or when a probe flags a judge.
 """
+
+from __future__ import annotations
+
+from pytest_harness.calibration._calibrate import (
+    aassert_calibrated,
+    acalibrate,
+    assert_calibrated,
+    calibrate,
+)
+from pytest_harness.calibration._labels import Labelled
+from pytest_harness.calibration._probes import Examples, Padding, Position, Probe
+from pytest_harness.calibration._result import Agreement, Calibration, ProbeResult, Score
+
+__all__ = [
+    "Agreement",
+    "Calibration",
+    "Examples",
+    "Labelled",
+    "Padding",
+    "Position",
+    "Probe",
+    "ProbeResult",
+    "Score",
+    "aassert_calibrated",
+    "acalibrate",
+    "assert_calibrated",
+    "calibrate",
+]

@@ -23,19 +23,21 @@ Importing this module imports hypothesis; the plugin and ``pytest_harness`` neve
 
 from __future__ import annotations
 
-from pytest_harness.strategies.combine import Kind, Perturbation, perturbed
-from pytest_harness.strategies.drawing import Text
-from pytest_harness.strategies.perturb import (
+from pytest_harness.strategies._perturb import (
+    HOMOGLYPHS,
+    INJECTIONS,
+    Kind,
+    Perturbation,
+    Text,
     casing,
     injected,
     lookalikes,
+    perturbed,
     truncated,
     typos,
     whitespace,
 )
-from pytest_harness.strategies.profile import RECORDED, recorded
-from pytest_harness.strategies.scenarios import scenarios
-from pytest_harness.strategies.tables import HOMOGLYPHS, INJECTIONS
+from pytest_harness.strategies._recorded import RECORDED, recorded, scenarios
 
 __all__ = [
     "HOMOGLYPHS",

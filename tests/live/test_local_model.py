@@ -23,10 +23,12 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import LocalModelError, acomplete, complete, scope
-from pytest_harness.local.install import ensure_installed, model_file
-from pytest_harness.local.route import LITELLM_NAME, LOCAL_MODEL, REPLAY_BASE, Route, make_route
-from pytest_harness.local.server import LocalServer
+from pytest_harness import _scope as scope
+from pytest_harness import acomplete, complete
+from pytest_harness._local.install import ensure_installed, model_file
+from pytest_harness._local.route import LITELLM_NAME, LOCAL_MODEL, REPLAY_BASE, Route, make_route
+from pytest_harness._local.server import LocalServer
+from pytest_harness.errors import LocalModelError
 
 # The live tests talk to their own server: no cassette is read or written.
 pytestmark = pytest.mark.harness(cassette=False)
@@ -135,7 +137,7 @@ def test_ensure_installed_names_the_extra_when_llama_cpp_is_missing() -> None:
         import sys
         sys.modules["llama_cpp"] = None  # as if llama-cpp-python were not installed
         from pytest_harness.errors import LocalModelError
-        from pytest_harness.local.install import ensure_installed
+        from pytest_harness._local.install import ensure_installed
         try:
             ensure_installed()
         except LocalModelError as error:
@@ -187,7 +189,7 @@ def test_ensure_installed_passes() -> None:
 
 @pytest.mark.live
 def test_model_file_is_assembled_once_under_concurrency(tmp_path: Path) -> None:
-    script = "import sys, pathlib; from pytest_harness.local.install import model_file; "
+    script = "import sys, pathlib; from pytest_harness._local.install import model_file; "
     script += "print(model_file(pathlib.Path(sys.argv[1])))"
     workers = [
         subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE)
@@ -336,7 +338,8 @@ import os, signal
 from pathlib import Path
 
 import openai, pytest
-from pytest_harness import LocalModelError, complete
+from pytest_harness import complete
+from pytest_harness.errors import LocalModelError
 
 pytestmark = pytest.mark.harness
 

@@ -208,7 +208,7 @@ def test_application_traffic_recorded_from_the_embedded_model_replays_with_no_fl
 
 AGENT_SUITE = """
 import json, os, pathlib
-from pytest_harness import tool
+from pytest_harness.orchestrator import tool
 
 @tool
 def lookup(order: str) -> dict:

@@ -1,0 +1,166 @@
+"""MkDocs hooks: the reference tables of options, ini keys and markers, from the plugin itself.
+
+A reference page holds a line ``<!-- reference: options -->`` (or ``ini``, ``markers``);
+at build time it becomes a table rendered from ``pytest_harness.plugin.OPTIONS``,
+``INI_KEYS`` or ``MARKERS``, the very definitions ``pytest_addoption`` and
+``pytest_configure`` register. The docs cannot drift from the code, and a page naming a
+table that does not exist fails the build.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+
+from pytest_harness import plugin
+
+PLACEHOLDER = re.compile(r"^<!-- reference: (?P<table>[\w-]+) -->$", re.MULTILINE)
+
+
+class CombinedParameters(logging.Filter):
+    """Drops griffe's two warnings about an ``Args`` entry that names two parameters.
+
+    The package's docstrings describe alternative parameters in one entry
+    (``min_accuracy / min_kappa: thresholds ...``); griffe reads ``min_accuracy / min_kappa``
+    as one name that is missing from the signature. Every other docstring warning still
+    fails the strict build.
+    """
+
+    COMBINED = re.compile(r"parameter '\w+( / \w+)+'", re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.COMBINED.search(record.getMessage())
+
+
+def on_config(config: Any) -> Any:
+    """Install the filter on griffe's logger (as mkdocstrings names it), once."""
+    griffe = logging.getLogger("mkdocs.plugins.griffe")
+    if not any(isinstance(f, CombinedParameters) for f in griffe.filters):
+        griffe.addFilter(CombinedParameters())
+    return config
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    """Render the page's reference tables and list its API namespaces' exports."""
+    return _exports(_tables(markdown, page))
+
+
+def _tables(markdown: str, page: Any) -> str:
+    """Replace each reference placeholder of the page with its table."""
+
+    def table(match: re.Match[str]) -> str:
+        name = match["table"]
+        if name not in TABLES:
+            known = ", ".join(sorted(TABLES))
+            raise PluginError(
+                f"{page.file.src_uri}: unknown reference table {name!r}; expected one of {known}"
+            )
+        return TABLES[name]()
+
+    return PLACEHOLDER.sub(table, markdown)
+
+
+# `::: pytest_harness.team` alone on a line, without options of its own.
+AUTODOC = re.compile(r"^::: (?P<module>pytest_harness(?:\.\w+)*)[ \t]*$(?!\n[ \t]+options:)", re.M)
+
+
+def _exports(markdown: str) -> str:
+    """Give each ``::: module`` of a namespace with ``__all__`` exactly those members.
+
+    A namespace re-exports its public names from private modules: its page lists every
+    name of its ``__all__``, wherever it is defined, documented or not (an undocumented
+    export shows as such, it does not vanish), and nothing else. Filters (``!^_``) still
+    choose the members of those classes.
+    """
+
+    def members(match: re.Match[str]) -> str:
+        exported = getattr(importlib.import_module(match["module"]), "__all__", None)
+        if exported is None:
+            return match[0]
+        listed = "".join(f"\n        - {name}" for name in exported)
+        return f"{match[0]}\n    options:\n      members:{listed}"
+
+    return AUTODOC.sub(members, markdown)
+
+
+def options_table() -> str:
+    rows = (
+        (
+            _anchor(option.name.lstrip("-"), _code(_usage(option))),
+            _option_kind(option),
+            _default(option.default),
+            _text(option.help),
+        )
+        for option in plugin.OPTIONS
+    )
+    return _table(("Option", "Takes", "Default", "Meaning"), rows)
+
+
+def ini_table() -> str:
+    rows = (
+        (_anchor(k.name, _code(k.name)), k.type, _default(k.default), _text(k.help))
+        for k in plugin.INI_KEYS
+    )
+    return _table(("Ini key", "Type", "Default", "Meaning"), rows)
+
+
+def markers_table() -> str:
+    rows = (
+        (_anchor(m.name, _code(f"@pytest.mark.{m.signature}")), _text(m.help))
+        for m in plugin.MARKERS
+    )
+    return _table(("Marker", "Meaning"), rows)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "options": options_table,
+    "ini": ini_table,
+    "markers": markers_table,
+}
+
+
+def _usage(option: plugin.Option) -> str:
+    """How the option is written: ``--harness-report[=PATH]``, ``--harness-model=MODEL``."""
+    if option.action is not None:
+        return option.name
+    value = f"={option.metavar or 'VALUE'}"
+    return f"{option.name}[{value}]" if option.nargs == "?" else option.name + value
+
+
+def _option_kind(option: plugin.Option) -> str:
+    if option.action == "store_true":
+        return "flag"
+    return "optional value" if option.nargs == "?" else "value"
+
+
+def _default(value: object) -> str:
+    if value is None or value == "" or value == []:
+        return "(not set)"
+    if isinstance(value, bool):
+        return _code(str(value).lower())
+    return _code(str(value))
+
+
+def _anchor(name: str, cell: str) -> str:
+    """The cell with an id, so another page can link ``reference/ini.md#harness_model``."""
+    return f'<span id="{name}"></span>{cell}'
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _text(text: str) -> str:
+    """Help text as a table cell: one line, pipes escaped, angle brackets kept literal."""
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
+
+
+def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)

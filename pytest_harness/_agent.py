@@ -1,0 +1,263 @@
+"""Agent: one structured model call; AgentResult: the frozen value it returns.
+
+Declare an agent as a class::
+
+    class Politeness(Agent):
+        model = "openai/gpt-4o-mini"
+        instructions = "You judge whether a support reply is polite."
+        output = {"type": "object", "properties": {"pass": {"type": "boolean"}, ...}}
+        temperature = 0
+
+    result = Politeness(input=reply).call()
+    result.processed["pass"]
+
+or configure an instance (``Agent(model=..., instructions=..., output=..., input=...)``).
+Structured output uses the provider's JSON-schema ``response_format`` where litellm knows the
+model supports it (and on the embedded model); otherwise the schema goes into the system
+prompt and the JSON is read from the text. A reply that does not parse or fit is a
+``JudgeOutputError`` carrying the raw text. ``--harness-model`` replaces every agent's model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pytest_harness import _aio, _litellm
+from pytest_harness import _model as model
+from pytest_harness._response import ModelResponse, TokenCallback, Usage
+from pytest_harness._structured import Output
+from pytest_harness.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """What an agent (or a tribunal, through ``Tribunal.result()``) produced.
+
+    Attributes:
+        input: the input the agent was given.
+        output: the reply text exactly as the model gave it (None for a tribunal).
+        processed: the parsed reply (a dict for a schema'd agent; the visible text for a
+            free-text agent; ``{"verdict": value}`` for a tribunal).
+        model: the model that answered.
+        usage: token counts of the call.
+        cost: USD cost, when litellm knows the model's price.
+        execution_time: seconds the call took.
+        agent: the agent's name (its class name unless given).
+    """
+
+    input: Any
+    output: str | None
+    processed: Any
+    model: str | None = None
+    usage: Usage | None = None
+    cost: float | None = None
+    execution_time: float | None = None
+    agent: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens if self.usage is not None else 0
+
+
+def totals(results: Iterable[Any]) -> tuple[Usage | None, float | None]:
+    """The summed usage and USD cost of some results (None where no result has one)."""
+    usages = [r.usage for r in results if getattr(r, "usage", None) is not None]
+    costs = [r.cost for r in results if getattr(r, "cost", None) is not None]
+    usage = None
+    if usages:
+        usage = Usage(
+            prompt_tokens=sum(u.prompt_tokens for u in usages),
+            completion_tokens=sum(u.completion_tokens for u in usages),
+            total_tokens=sum(u.total_tokens for u in usages),
+        )
+    return usage, (sum(costs) if costs else None)
+
+
+class Agent:
+    """One model call with instructions and an output schema.
+
+    Class attributes (each can be overridden per instance by the keyword of the same name):
+        model: litellm model name; ``--harness-model`` / ``harness_model`` replace it.
+        instructions: the system prompt.
+        output: JSON-schema dict or pydantic model class of the reply (None: free text).
+        temperature: sampling temperature (None: the provider's default).
+        params: other litellm parameters (``max_tokens``, ``api_base``, ...).
+        structured: use the provider's ``response_format`` (True), the prompt (False), or
+            decide from what litellm knows of the model (None, the default).
+        examples: few-shot ``(input, expected output)`` pairs, shown in the system message
+            after the instructions, in order (class attribute only).
+    """
+
+    model: ClassVar[str | None] = None
+    instructions: ClassVar[str] = ""
+    output: ClassVar[Any] = None
+    temperature: ClassVar[float | None] = None
+    params: ClassVar[Mapping[str, Any]] = {}
+    structured: ClassVar[bool | None] = None
+    examples: ClassVar[Sequence[tuple[Any, Any]]] = ()
+
+    def __init__(
+        self,
+        input: Any = None,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: str | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        model: str | None = None,
+        instructions: str | None = None,
+        output: Any = None,
+        temperature: float | None = None,
+        structured: bool | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.input = input
+        self.context = dict(context or {})
+        self.memory = memory
+        self.name = name or type(self).__name__
+        merged = {**type(self).params, **(params or {})}
+        overrides = {
+            "model": model,
+            "instructions": instructions,
+            "output": output,
+            "temperature": temperature,
+            "structured": structured,
+        }
+        for attribute, value in overrides.items():
+            if value is not None:
+                setattr(self, attribute, value)
+        self.params = merged  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"<{self.name} model={self.model!r} input={self.input!r:.60}>"
+
+    # What the model is asked ------------------------------------------------------------
+
+    def prompt(self) -> str:
+        """The user turn: the input, then the context as JSON. Override to change it."""
+        text = self.input if isinstance(self.input, str) else _as_json(self.input)
+        if self.context:
+            text = f"{text}\n\nContext:\n{_as_json(self.context)}"
+        return text
+
+    def messages(self, *, schema_in_prompt: bool = False) -> list[dict[str, Any]]:
+        """System instructions (with the output schema when asked), the memory, the prompt."""
+        return self._messages(self._output().instructions if schema_in_prompt else None)
+
+    def resolved_model(self) -> str:
+        """The model this call will use: the harness override, else the agent's own."""
+        resolved = model.resolve(self.model)
+        if not resolved:
+            raise ConfigError(
+                f"agent {self.name} has no model: set `model = ...` on the class, pass "
+                "model=... when creating it, or run pytest with --harness-model=MODEL "
+                "(or set harness_model in your pytest ini)"
+            )
+        return resolved
+
+    def uses_response_format(self, model_name: str) -> bool:
+        """Whether a schema goes to the provider as ``response_format`` (else in the prompt).
+
+        ``structured`` decides when set; otherwise litellm's knowledge of the model does.
+        """
+        if self.structured is not None:
+            return self.structured
+        return _litellm.supports_schema(model_name)
+
+    # Calling -----------------------------------------------------------------------------
+
+    def call(self, *, on_token: TokenCallback | None = None) -> AgentResult:
+        """Make the call and return its AgentResult (sync facade of ``acall``)."""
+        return _aio.run_sync(self.acall(on_token=on_token))
+
+    async def acall(self, *, on_token: TokenCallback | None = None) -> AgentResult:
+        """Make the call and return its AgentResult.
+
+        Args:
+            on_token: stream the reply and call this with each text delta.
+
+        Raises:
+            JudgeOutputError: the reply does not parse or does not fit ``output``.
+            InvalidResponse / DegenerateResponse: the reply is empty or think-only.
+            ConfigError: the agent has no model or a broken schema.
+        """
+        started = time.perf_counter()
+        model_name = self.resolved_model()
+        output = self._output()
+        native = output.schema is not None and self.uses_response_format(model_name)
+        params: dict[str, Any] = dict(self.params)
+        if self.temperature is not None:
+            params.setdefault("temperature", self.temperature)
+        call = model.request(
+            self._messages(None if native else output.instructions),
+            model=model_name,
+            response_format=output.response_format if native else None,
+            stream=on_token is not None,
+            **params,
+        )
+        response = await model.asend(call, on_token=on_token)
+        return self._result(response, self.parse(response), started)
+
+    def parse(self, response: ModelResponse) -> Any:
+        """The processed value of a reply: the schema-checked JSON, or the visible text."""
+        return self._output().read(response.text, raw=response.content or "")
+
+    def _output(self) -> Output:
+        """The output declaration, read once (again only if ``output`` is replaced)."""
+        read: Output | None = self.__dict__.get("_read_output")
+        if read is None or read.declared is not self.output:
+            read = self._read_output = Output.of(self.output, self.name)
+        return read
+
+    def _messages(self, schema_text: str | None) -> list[dict[str, Any]]:
+        system = [self.instructions] if self.instructions else []
+        if self.examples:
+            system.append(_examples_text(self.examples, self.name))
+        if isinstance(self.memory, str) and self.memory:
+            system.append(f"Notes from earlier:\n{self.memory}")
+        if schema_text is not None:
+            system.append(schema_text)
+        messages: list[dict[str, Any]] = []
+        if system:
+            messages.append({"role": "system", "content": "\n\n".join(system)})
+        if self.memory and not isinstance(self.memory, str):
+            messages += [dict(message) for message in self.memory]
+        messages.append({"role": "user", "content": self.prompt()})
+        return messages
+
+    def _result(self, response: ModelResponse, processed: Any, started: float) -> AgentResult:
+        return AgentResult(
+            input=self.input,
+            output=response.content,
+            processed=processed,
+            model=response.model,
+            usage=response.usage,
+            cost=response.cost,
+            execution_time=round(time.perf_counter() - started, 6),
+            agent=self.name,
+        )
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _examples_text(examples: Sequence[Any], agent: str) -> str:
+    """The few-shot examples as the system message shows them: each input, then its output."""
+    shown = []
+    for number, pair in enumerate(examples, 1):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ConfigError(
+                f"agent {agent}: example {number} is {pair!r:.80}; write each example as a "
+                'pair (input, expected output), e.g. examples = [("Thanks!", {"pass": True})]'
+            )
+        shown.append(f"Input: {_text(pair[0])}\nOutput: {_text(pair[1])}")
+    return "Examples:\n\n" + "\n\n".join(shown)
+
+
+def _text(value: Any) -> str:
+    """A string as it is, anything else as JSON (as ``prompt`` shows a non-string input)."""
+    return value if isinstance(value, str) else _as_json(value)

@@ -1,0 +1,430 @@
+"""The cassette file: JSON (which is YAML) written atomically and merged under a lock.
+
+- Files are JSON, indented, one field per line (JSON is YAML, so the ``.yaml`` name holds):
+  ``json`` loads 1,000 interactions in milliseconds where PyYAML takes a third of a second.
+  A hand-edited file in YAML syntax still loads, through PyYAML's C loader.
+- Writes are atomic (temporary file in the same folder, then ``os.replace``), scanned for
+  secrets first, and merged under a file lock: every test of one recording run that shares
+  a cassette adds to it, also from other xdist workers; a new run replaces it.
+
+Plain data in and out: vcrpy is not imported here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from filelock import FileLock
+
+from pytest_harness._cassettes import scrub
+from pytest_harness.errors import CassetteError
+
+FORMAT_VERSION = 1
+
+
+def merge_and_write(
+    path: Path,
+    new: Sequence[Mapping[str, Any]],
+    *,
+    mode: str,
+    run_id: str,
+    secrets: Sequence[str],
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the interactions a test recorded into ``path``, keeping what belongs there.
+
+    ``all``: the file holds what this recording run recorded into it (the earlier tests of
+    the run that share it, then this one). ``new``: the file keeps what it had and gains the
+    new interactions. ``metadata`` is added to the file's (the run id is always set); a
+    mapping value merges with the file's by key (per-test entries such as ``verdicts``
+    survive a new recording run until their own test records again).
+    Raises CassetteError when a secret is found; nothing is written then.
+
+    Returns:
+        The file's header before this write (``version`` and ``metadata``), or an empty
+        dict when there was no file.
+    """
+    with FileLock(lock_path(path)):
+        kept: list[Any] = []
+        known: dict[str, Any] = {}
+        previous: dict[str, Any] = {}
+        if path.exists():
+            current = read(path)
+            previous = _header(current)
+            earlier: dict[str, Any] = current.get("metadata") or {}
+            if mode != "all" or earlier.get("run") == run_id:
+                kept = list(current.get("interactions", []))
+                known = dict(earlier)
+            else:  # a new recording run: only the per-test entries carry over
+                known = {k: v for k, v in earlier.items() if k in _PER_TEST}
+        data = {
+            "version": FORMAT_VERSION,
+            "metadata": {**_merged(known, metadata or {}), "run": run_id},
+            "interactions": [*kept, *new],
+        }
+        scrub.check_before_write(data, secrets, str(path))
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return previous
+
+
+# Metadata kept per test (a mapping by node id): a new recording run keeps the entries of the
+# tests that have not recorded yet, so each test compares against its own previous entry.
+_PER_TEST = frozenset({"verdicts"})
+
+
+def _merged(known: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(known)
+    for key, value in added.items():
+        before = merged.get(key)
+        both = isinstance(before, Mapping) and isinstance(value, Mapping)
+        merged[key] = {**before, **value} if both else value  # type: ignore[dict-item]
+    return merged
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def header(path: Path) -> dict[str, Any]:
+    """The file's ``version`` and ``metadata`` (empty when there is no file)."""
+    with FileLock(lock_path(path)):
+        return _header(read(path)) if path.exists() else {}
+
+
+def _header(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"version": data.get("version"), "metadata": data.get("metadata")}
+
+
+def lock_path(path: Path) -> str:
+    """Where the lock of ``path`` lives: the system's temp folder, never beside the file."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / "pytest-harness-locks"
+    folder.mkdir(exist_ok=True)
+    return str(folder / f"{digest}.lock")
+
+
+def interaction(request: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+    raw = dict(request)
+    raw["body"] = _text_or_base64(raw["body"])
+    body = _text_or_base64((response.get("body") or {}).get("string"))
+    shown = body if isinstance(body, dict) else {"string": body or ""}
+    return {"request": raw, "response": {**response, "body": shown}}
+
+
+def _text_or_base64(data: bytes | str | None) -> str | dict[str, str] | None:
+    if data is None or isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def read(path: Path) -> dict[str, Any]:
+    """Parse a cassette file (JSON first, fast; YAML for hand-edited files) and check its shape.
+
+    Returns:
+        The file's data, its shape checked; an empty dict when the file is blank.
+
+    Raises:
+        CassetteError: the file is not UTF-8, does not parse, or is not shaped like a
+            cassette; the message names the part that is wrong. The file is left as it is.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise _damaged(path, f"it is not UTF-8 text ({error})") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        data = _yaml_or_fail(path, text, error)
+    except RecursionError:  # the parser's stack ran out: nested far deeper than MAX_DEPTH
+        raise _damaged(path, f"its values nest deeper than {MAX_DEPTH} levels") from None
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise _damaged(path, problem)
+    return dict(data)  # a mapping: _shape_problem checked it
+
+
+def _damaged(path: Path, problem: str) -> CassetteError:
+    """The error for a cassette file that cannot be read: the file, the problem, the fix."""
+    return CassetteError(
+        f"cassette {path} cannot be read: {problem}. The file was left as it is: fix it, or "
+        "delete it and re-record the test with pytest --harness-live."
+    )
+
+
+def _yaml_or_fail(path: Path, text: str, json_error: ValueError) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except RecursionError:
+        raise _damaged(path, f"its values nest deeper than {MAX_DEPTH} levels") from None
+    # PyYAML's constructors raise ValueError for a value they cannot convert (a 31st of
+    # February, ``!!float abc``, an integer of more than 4,300 digits).
+    except (yaml.YAMLError, ValueError) as error:
+        line: object
+        problem: object
+        if text.lstrip().startswith("{") and isinstance(json_error, json.JSONDecodeError):
+            line, problem = json_error.lineno, json_error.msg  # JSON-style file: JSON's account
+        else:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark else None
+            problem = getattr(error, "problem", None) or error
+        where = "" if line is None else f", line {line}"
+        raise CassetteError(
+            f"cassette {path} does not parse{where}: {problem}. "
+            "Fix the file, or delete it and re-record the test with --harness-live."
+        ) from None
+
+
+# The shape of a cassette, checked once as a file is read, so that no later reader (vcrpy,
+# matching, redaction, the secret scan, a merge) meets a value of a type it does not expect.
+
+# Free-form values (metadata, fields the harness does not read) nest at most this deep. The
+# harness writes a handful of levels; the limit keeps every later walk of the data (the
+# secret scan, json.dumps, vcrpy's deepcopy) far from Python's recursion limit.
+MAX_DEPTH = 100
+
+_KINDS = {
+    dict: "a mapping",
+    list: "a list",
+    str: "text",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+}
+# Python writes integers of up to 4,300 digits (about 14,284 bits); YAML can hold longer ones.
+_INT_BITS = 14_000
+# The fields the harness reads, by where they sit; any other field is free-form.
+_READ = {
+    "": frozenset({"version", "metadata", "interactions"}),
+    "interaction": frozenset({"request", "response"}),
+    "request.": frozenset({"method", "uri", "body", "headers"}),
+    "request.body.": frozenset({"base64"}),
+    "response.": frozenset({"status", "headers", "body"}),
+    "response.status.": frozenset({"code", "message"}),
+    "response.body.": frozenset({"string", "base64"}),
+}
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What makes parsed cassette ``data`` unreadable (the part, what is wrong), or None."""
+    if not isinstance(data, dict):
+        return f"expected a mapping with 'interactions', got {_kind(data)}"
+    problem = (
+        _free(data, "")
+        or _typed(data, "version", int)
+        or _plain(data.get("metadata"), "metadata")
+        or _typed(data, "metadata", dict)
+        or _typed(data, "interactions", list)
+    )
+    if problem is not None:
+        return problem
+    interactions = data.get("interactions") or []
+    for number, item in enumerate(interactions, 1):
+        problem = _interaction(item)
+        if problem is not None:
+            return f"interaction {number} of {len(interactions)}: {problem}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    """What a value is, for messages: its type and a short excerpt (never all of a big one)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        count = len(value)
+        name = "a mapping" if isinstance(value, dict) else "a list"
+        return f"{name} of {count} item{'' if count == 1 else 's'}"
+    if isinstance(value, int) and value.bit_length() > _INT_BITS:
+        return f"an integer of {value.bit_length()} bits"
+    shown = repr(value[:60] if isinstance(value, (str, bytes)) else value)
+    name = _KINDS.get(type(value)) or f"a {type(value).__name__} value"
+    return f"{name} ({shown[:80]})"
+
+
+def _free(node: dict[Any, Any], part: str) -> str | None:
+    """The first problem (``_plain``) in the fields of ``node`` the harness does not read.
+
+    ``part`` names where ``node`` sits (a key of ``_READ``).
+    """
+    read, where = _READ[part], part if part.endswith(".") else ""
+    for key, value in node.items():
+        if not isinstance(key, str):
+            named = where.rstrip(".") or ("it" if part else "the file")
+            return f"{named} has a key that is not text: {_kind(key)}"
+        if key not in read:
+            problem = _plain(value, f"{where}{key}")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _plain(value: Any, where: str) -> str | None:
+    """Where ``value`` holds what JSON cannot (a YAML date, bytes, a non-text key), nests
+    deeper than ``MAX_DEPTH``, or repeats a mapping or list (a YAML alias); else None."""
+    seen: set[int] = set()
+    todo: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while todo:
+        node, at, depth = todo.pop()
+        if isinstance(node, (dict, list)):
+            if depth >= MAX_DEPTH:
+                return f"{where} nests deeper than {MAX_DEPTH} levels"
+            if id(node) in seen:  # json.dumps would write it out again (forever, if a cycle)
+                return f"{at} repeats a value (a YAML alias): write it out in full"
+            seen.add(id(node))
+            if isinstance(node, list):
+                todo += [(child, f"{at}[{i}]", depth + 1) for i, child in enumerate(node)]
+                continue
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    return f"{at} has a key that is not text: {_kind(key)}"
+                todo.append((child, f"{at}.{key}", depth + 1))
+        elif node is not None and not isinstance(node, (str, int, float)):
+            return f"{at} is {_kind(node)}, which a JSON cassette cannot hold"
+        elif isinstance(node, int) and node.bit_length() > _INT_BITS:
+            return f"{at} is {_kind(node)}, too long to write as JSON"
+    return None
+
+
+def _typed(node: Mapping[str, Any], key: str, expected: type, where: str = "") -> str | None:
+    """The problem with ``node[key]``: absent or null is fine, else it must be ``expected``."""
+    value = node.get(key)
+    if value is None or (isinstance(value, expected) and not isinstance(value, bool)):
+        return None
+    return f"{where}{key} must be {_KINDS[expected]}, got {_kind(value)}"
+
+
+def _required(node: Mapping[str, Any], key: str, expected: type, where: str) -> str | None:
+    if key not in node:
+        return f"{where}{key} is missing"
+    if node[key] is None:
+        return f"{where}{key} must be {_KINDS[expected]}, got null"
+    return _typed(node, key, expected, where)
+
+
+def _interaction(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return f"expected a mapping with 'request' and 'response', got {_kind(item)}"
+    return (
+        _free(item, "interaction")
+        or _required(item, "request", dict, "")
+        or _required(item, "response", dict, "")
+        or _request(item["request"])
+        or _response(item["response"])
+    )
+
+
+def _request(request: dict[str, Any]) -> str | None:
+    body = request.get("body")
+    return (
+        _free(request, "request.")
+        or _required(request, "method", str, "request.")
+        or _required(request, "uri", str, "request.")
+        or _url(request["uri"])
+        or _headers(request, "request.")
+        or (None if body is None or isinstance(body, str) else _request_body(body))
+    )
+
+
+def _request_body(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return f"request.body must be text or a mapping with 'base64', got {_kind(body)}"
+    return _free(body, "request.body.") or _base64(body, "request.body.", required=True)
+
+
+def _response(response: dict[str, Any]) -> str | None:
+    return (
+        _free(response, "response.")
+        or _required(response, "status", dict, "response.")
+        or _status(response["status"])
+        or _headers(response, "response.")
+        or _response_body(response.get("body"))
+    )
+
+
+def _status(status: dict[str, Any]) -> str | None:
+    where = "response.status."
+    problem = (
+        _free(status, where)
+        or _required(status, "code", int, where)
+        or _typed(status, "message", str, where)
+    )
+    if problem is None and not 100 <= status["code"] <= 599:
+        problem = f"{where}code must be an HTTP status (100-599), got {_kind(status['code'])}"
+    return problem
+
+
+def _response_body(body: Any) -> str | None:
+    where = "response.body."
+    if body is None:
+        return None
+    if not isinstance(body, dict):
+        return f"response.body must be a mapping with 'string' or 'base64', got {_kind(body)}"
+    return _free(body, where) or _typed(body, "string", str, where) or _base64(body, where)
+
+
+def _url(uri: str) -> str | None:
+    try:
+        parts = urlsplit(uri)
+        _ = parts.port  # raises ValueError for a port that is not a number in 0-65535
+    except ValueError as error:
+        return f"request.uri is not a URL ({error}): {uri!r:.100}"
+    if not parts.scheme or not parts.netloc:
+        return f"request.uri must be an absolute URL, got {uri!r:.100}"
+    return None
+
+
+def _headers(message: Mapping[str, Any], where: str) -> str | None:
+    headers = message.get("headers")
+    if headers is None:
+        return None
+    if not isinstance(headers, dict):
+        return f"{where}headers must be a mapping of names to lists of text, got {_kind(headers)}"
+    for name, values in headers.items():
+        if not isinstance(name, str):
+            return f"{where}headers has a name that is not text: {_kind(name)}"
+        # A list of text; the usual list of one is checked first, fast (1,000s per cassette).
+        if isinstance(values, list) and len(values) == 1 and isinstance(values[0], str):
+            continue
+        listed = values if isinstance(values, list) else [values]
+        if not listed or [value for value in listed if not isinstance(value, str)]:
+            return f"{where}headers.{name} must be text or a list of text, got {_kind(values)}"
+    return None
+
+
+def _base64(body: dict[str, Any], where: str, *, required: bool = False) -> str | None:
+    problem = (_required if required else _typed)(body, "base64", str, where)
+    if problem is not None or body.get("base64") is None:
+        return problem
+    try:
+        base64.b64decode(body["base64"])
+    except binascii.Error as error:
+        return f"{where}base64 is not base64 ({error})"
+    return None

@@ -1,0 +1,169 @@
+"""How a request finds its recording: a canonical key, and a readable account of a miss.
+
+Two requests match when method, scheme, host, port, path, query and JSON body agree, the
+body compared in canonical form (keys sorted, volatile fields removed on both sides).
+Loopback hosts match without their port: a local model server gets a new free port every
+session, and a recording made against one port must replay against another.
+
+Pure functions over plain values: no vcrpy, no litellm.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeAlias
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+_LOOPBACK_NAMES = {"localhost", "::1", "[::1]"}
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def canonical_body(body: bytes | str | None, ignore: Sequence[str] = ()) -> str:
+    """The body as sorted, compact JSON without the ``ignore`` dotted paths; else as text."""
+    if body is None:
+        return ""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = json.loads(text)
+        for path in ignore:
+            _drop(data, path.split("."))
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        # Not JSON, or nested deeper than Python's parser goes: compared as the text it is.
+        return text
+
+
+def _drop(data: Any, path: list[str]) -> None:
+    if not isinstance(data, dict) or not path:
+        return
+    head, rest = path[0], path[1:]
+    if not rest:
+        data.pop(head, None)
+    else:
+        _drop(data.get(head), rest)
+
+
+def is_loopback(host: str) -> bool:
+    return host in _LOOPBACK_NAMES or host.startswith("127.")
+
+
+def split_host(entry: str) -> tuple[str, str]:
+    """``(name, port)`` of a ``name`` or ``name:port`` entry (port "" when none; a bare IPv6
+    address has no port)."""
+    if entry.count(":") != 1:
+        return entry, ""
+    name, _, port = entry.rpartition(":")
+    return name, port
+
+
+def host_filter(hosts: Iterable[str]) -> Callable[[str], bool]:
+    """A test of a URL: is its host one of ``hosts`` (``name`` or ``name:port``)?
+
+    ``localhost``, ``127.0.0.1`` and ``::1`` stand for each other: a service on loopback
+    answers to all three.
+    """
+    names: set[str] = set()
+    for host in hosts:
+        host = host.strip().lower()
+        if host:
+            names.add(host)
+            base, port = split_host(host)
+            if is_loopback(base):
+                names.update(f"{alias}:{port}" if port else alias for alias in _LOOPBACK)
+    if not names:
+        return lambda uri: False
+
+    def passes(uri: str) -> bool:
+        parts = urlsplit(uri)
+        host = (parts.hostname or "").lower()
+        return host in names or f"{host}:{parts.port}" in names
+
+    return passes
+
+
+def request_key(
+    method: str, uri: str, body: bytes | str | None, ignore: Sequence[str] = ()
+) -> RequestKey:
+    """The key under which a request is recorded and looked up."""
+    parts = urlsplit(uri)
+    host = (parts.hostname or "").lower()
+    port = str(parts.port or _DEFAULT_PORTS.get(parts.scheme, ""))
+    if is_loopback(host):
+        host, port = "loopback", ""
+    query = urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+    return (
+        method.upper(),
+        parts.scheme,
+        host,
+        port,
+        parts.path,
+        query,
+        canonical_body(body, ignore),
+    )
+
+
+def describe(key: RequestKey) -> str:
+    """A few lines naming the request: endpoint, model, the last messages."""
+    method, scheme, host, port, path, query, body = key
+    where = f"{host}:{port}" if port else host
+    lines = [f"{method} {scheme}://{where}{path}" + (f"?{query}" if query else "")]
+    try:
+        data = json.loads(body) if body else {}
+    except (ValueError, RecursionError):  # text, or JSON too deep to parse (canonical_body)
+        data = {}
+    if isinstance(data, dict):
+        if "model" in data:
+            lines.append(f"model: {data['model']}")
+        messages = data.get("messages")
+        if isinstance(messages, list):
+            for message in messages[-2:]:
+                lines.append(_message_line(message))
+    return "\n".join(lines)
+
+
+def _message_line(message: Any) -> str:
+    if not isinstance(message, dict):
+        return f"message: {message!r:.120}"
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    text = " ".join(str(text).split())
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return f"{message.get('role', '?')}: {text}"
+
+
+def closest(key: RequestKey, recorded: Iterable[RequestKey]) -> RequestKey | None:
+    """The recorded key most like ``key``: same endpoint first, then the most similar body."""
+
+    def score(other: RequestKey) -> tuple[int, float]:
+        same_endpoint = sum(a == b for a, b in zip(key[:6], other[:6], strict=True))
+        similarity = difflib.SequenceMatcher(None, key[6], other[6], autojunk=False).ratio()
+        return same_endpoint, similarity
+
+    return max(recorded, key=score, default=None)
+
+
+def diff(recorded: RequestKey, wanted: RequestKey, limit: int = 60) -> str:
+    """A unified diff of two requests, bodies pretty-printed so changes show line by line."""
+    before, after = _pretty(recorded), _pretty(wanted)
+    lines = list(
+        difflib.unified_diff(before, after, "recorded request", "this request", lineterm="", n=2)
+    )
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"... ({len(lines) - limit} more diff lines)"]
+    return "\n".join(lines)
+
+
+def _pretty(key: RequestKey) -> list[str]:
+    method, scheme, host, port, path, query, body = key
+    head = [f"{method} {scheme}://{host}{':' + port if port else ''}{path}?{query}"]
+    try:
+        shown = json.dumps(json.loads(body), indent=2, sort_keys=True, ensure_ascii=False)
+    except (ValueError, RecursionError):  # text, or JSON too deep to parse (canonical_body)
+        shown = body
+    return head + shown.splitlines()

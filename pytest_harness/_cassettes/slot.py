@@ -1,0 +1,222 @@
+"""One test's cassette: where it lives, opened for the test (or its first model call), saved.
+
+``CassetteSlot`` is the call hook the plugin installs for every test. A test that uses the
+harness (or every test under ``harness_capture = all``) opens it at set-up, so all of its
+HTTP traffic goes through the cassette; any other test opens it on its first model call
+through the seam, and a test that never makes one does not import vcrpy at all.
+
+Every interaction the code under test plays or records is read by ``traffic.recognise``;
+the model responses it finds go to the slot's ``on_response`` (the test's checks and
+spend). The model seam's own calls are skipped: the seam checks and reports its responses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_harness import _scope as scope
+from pytest_harness._cassettes.netguard import NetworkGuard
+from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
+from pytest_harness.errors import (
+    CassetteError,
+    CassetteMiss,
+    ConfigError,
+    NetworkBlocked,
+    find_cause,
+)
+
+if TYPE_CHECKING:
+    from pytest_harness._cassettes.wire import Recognised
+
+SUFFIX = ".yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A model response the code under test received.
+
+    Attributes:
+        found: what ``traffic.recognise`` read from it.
+        uri: the request's URL.
+        replayed: played from the cassette (else recorded now).
+    """
+
+    found: Recognised
+    uri: str
+    replayed: bool
+
+
+def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
+    """``<dir>/<module path>/<test name>.yaml``, or ``<dir>/<name>.yaml`` for a named one."""
+    if name is not None:
+        relative = Path(name.removesuffix(SUFFIX))
+        if relative.is_absolute() or ".." in relative.parts:
+            raise ConfigError(
+                f"@pytest.mark.harness(cassette={name!r}) must name a relative path inside "
+                "harness_cassette_dir, without '..'."
+            )
+        return cassette_dir / relative.with_name(relative.name + SUFFIX)
+    module, _, test = nodeid.partition("::")
+    folder = Path(module).with_suffix("")
+    return cassette_dir / folder / (_sanitize(test.replace("::", ".")) + SUFFIX)
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "test"
+
+
+@dataclass(eq=False)
+class CassetteSlot:
+    """The cassette of one test (a call hook of the model seam).
+
+    Attributes:
+        path: the cassette file.
+        mode: ``none`` (replay), ``new`` or ``all``.
+        nodeid: the test, for messages.
+        run_id: identifies this recording run across xdist workers.
+        ignore: body fields left out of matching.
+        redaction: what is redacted before anything is saved.
+        guard: the network guard to install when the cassette opens (replay only).
+        ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
+        on_response: shown every model response the test's traffic holds.
+        gate: called with the URL of any request about to go to a real server; raises to
+            refuse it.
+        metadata: written into the cassette with what this test records.
+        shared: a named cassette (other tests may record into it too).
+    """
+
+    path: Path
+    mode: str
+    nodeid: str
+    run_id: str
+    ignore: tuple[str, ...] = ()
+    redaction: Redaction = field(default_factory=Redaction)
+    guard: NetworkGuard | None = None
+    ignore_hosts: tuple[str, ...] = ()
+    on_response: Callable[[Seen], None] | None = None
+    gate: Callable[[str], None] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    shared: bool = False
+    misses: list[CassetteMiss] = field(default_factory=list)
+    _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
+    _cassette: Any = None
+    _closed: bool = False
+    _recorded: bool = False  # closed after routing traffic in a recording mode
+    _previous: dict[str, Any] | None = None
+    _stack: contextlib.ExitStack | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        self.open()
+        if self.mode == "none":
+            # A retried miss would surface as a connection error, seconds later.
+            kwargs.setdefault("num_retries", 0)
+            kwargs.setdefault("max_retries", 0)
+        # Only encodings vcrpy can decode, so cassettes hold readable text.
+        kwargs["extra_headers"] = {
+            **(kwargs.get("extra_headers") or {}),
+            "Accept-Encoding": "gzip, deflate",
+        }
+        return kwargs
+
+    def translate(self, error: BaseException) -> BaseException | None:
+        return find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
+
+    def open(self) -> None:
+        """Load the cassette and route HTTP through it (once; later calls do nothing)."""
+        with self._lock:
+            if self._stack is not None or self._closed:
+                return  # open already, or the test is over (a late call from a thread)
+            from pytest_harness._cassettes import store
+
+            cassette = store.load(
+                self.path,
+                mode=self.mode,
+                ignore=self.ignore,
+                redaction=self.redaction,
+                rerecord_hint=self.hint(),
+                ignore_hosts=self.ignore_hosts,
+                watcher=self._watch,
+                gate=self._gate,
+            )
+            cassette.misses = self.misses  # one list: the test's report reads it
+            self._recorded_metadata = cassette.metadata
+            stack = contextlib.ExitStack()
+            stack.enter_context(store.patched(cassette))
+            if self.guard is not None:
+                self.guard.install()
+                stack.callback(self.guard.uninstall)
+            self._cassette, self._stack = cassette, stack
+
+    @property
+    def is_open(self) -> bool:
+        return self._stack is not None
+
+    @property
+    def recorded_metadata(self) -> Mapping[str, Any]:
+        """The metadata of the cassette as loaded (empty before ``open`` or when re-recording)."""
+        return self._recorded_metadata
+
+    def _gate(self, request: Any) -> None:
+        if self.gate is not None:
+            self.gate(request.uri)
+
+    def _watch(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
+        if self.on_response is None or scope.in_seam_call():
+            return
+        from pytest_harness._cassettes.wire import recognise
+
+        status = (response.get("status") or {}).get("code") or 0
+        body = (response.get("body") or {}).get("string")
+        headers = response.get("headers") or {}
+        found = recognise(request.uri, request.body, int(status), headers, body)
+        if found is not None:
+            self.on_response(Seen(found, request.uri, replayed))
+
+    def hint(self) -> str:
+        test = self.nodeid
+        return (
+            f"To record it: pytest '{test}' --harness-record=new (adds what is missing), "
+            f"or pytest '{test}' --harness-live (re-records the cassette from scratch)."
+        )
+
+    def close(self, *, keep: bool) -> Path | None:
+        """Stop routing through the cassette; save what was recorded when ``keep``."""
+        with self._lock:
+            stack, cassette = self._stack, self._cassette
+            self._stack = self._cassette = None
+            self._closed = True
+        if stack is None:
+            return None
+        stack.close()
+        if self.mode == "none":
+            return None
+        self._recorded = True
+        if not keep:
+            return None
+        from pytest_harness._cassettes import store
+
+        secrets = secret_values_from_env(os.environ)
+        self._previous = store.save_recordings(
+            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets, metadata=self.metadata
+        )
+        return self.path if self._previous is not None else None
+
+    def previous(self) -> dict[str, Any] | None:
+        """After a recording: the file's header (``version``, ``metadata``) from before this
+        test wrote to it (empty when there was no file); None in replay or before ``close``.
+        """
+        if not self._recorded:
+            return None
+        if self._previous is None:  # the test wrote nothing: the file is as it was
+            from pytest_harness._cassettes import files
+
+            self._previous = files.header(self.path)
+        return self._previous

@@ -1,0 +1,384 @@
+"""vcrpy glue: an indexed cassette, HTTP patched through it, its recordings saved.
+
+The only module that imports vcrpy. A cassette file is read into vcrpy's objects here
+(``Persister.load``, vcrpy's persister API).
+
+What vcrpy's patchers change is put back exactly once no cassette is open any more. vcrpy
+patches HTTP libraries with ``mock.patch`` objects, each of which restores on exit what
+it found on entry. Two cassettes open at once in one process and closed out of order (the
+first opened, first closed) would leave the second's stub in place for good, and every later
+request would run through a closed cassette. ``Registry`` notes each patched attribute's
+value before any cassette touched it, and puts them all back when the last one closes.
+
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import vcr.filters
+from vcr.cassette import Cassette
+from vcr.patch import CassettePatcherBuilder
+from vcr.persisters.filesystem import CassetteNotFoundError
+from vcr.record_mode import RecordMode
+from vcr.request import Request
+
+from pytest_harness import _scope as scope
+from pytest_harness._cassettes import files, matching, scrub
+from pytest_harness.errors import CassetteError, CassetteMiss
+
+_ABSENT = object()
+
+
+def patched_object(patcher: Any) -> Any:
+    """What a ``mock`` patcher patches (known through its ``getter`` until it is entered)."""
+    getter = getattr(patcher, "getter", None)
+    return getter() if callable(getter) else None
+
+
+class Registry:
+    """The open cassettes of this process and the attributes they patched."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[object] = []
+        self._pristine: dict[tuple[Any, str], Any] = {}
+
+    def opened(self, cassette: object, patchers: Iterable[Any]) -> None:
+        """Note ``cassette`` as open, and the current value of what its patchers patch."""
+        with self._lock:
+            for patcher in patchers:
+                target, name = patched_object(patcher), getattr(patcher, "attribute", None)
+                if target is not None and isinstance(name, str):
+                    self._pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
+            self._open.append(cassette)
+
+    def closed(self, cassette: object) -> None:
+        """Note ``cassette`` as closed; the last one out restores every patched attribute."""
+        with self._lock:
+            self._open.remove(cassette)
+            if not self._open:
+                self._restore()
+
+    def _restore(self) -> None:
+        for (target, name), value in self._pristine.items():
+            if value is _ABSENT:
+                if name in target.__dict__:
+                    delattr(target, name)
+            elif target.__dict__.get(name, _ABSENT) is not value:
+                setattr(target, name, value)
+        self._pristine.clear()
+
+
+# ``files.read`` checked the shape of every interaction: what is read here is there, and typed.
+def _request(raw: Mapping[str, Any]) -> Any:
+    body = raw.get("body")
+    if isinstance(body, dict):
+        body = base64.b64decode(body["base64"])
+    elif isinstance(body, str):
+        body = body.encode("utf-8")
+    return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
+
+
+def _response(raw: Mapping[str, Any]) -> dict[str, Any]:
+    body = raw.get("body") or {}
+    encoded = body.get("base64")
+    if encoded is not None:
+        content = base64.b64decode(encoded)
+    else:
+        content = (body.get("string") or "").encode("utf-8")
+    # vcrpy's stubs read ``status.message`` and ``headers`` (a list per name) unconditionally;
+    # a hand-edited file may leave them out, or give a header a single value.
+    headers = {
+        name: values if isinstance(values, list) else [values]
+        for name, values in (raw.get("headers") or {}).items()
+    }
+    status = {**raw["status"], "message": raw["status"].get("message") or ""}
+    return {**raw, "status": status, "headers": headers, "body": {"string": content}}
+
+
+class Persister:
+    """Loads cassettes for ``HarnessCassette`` (saving goes through ``save_recordings``)."""
+
+    @staticmethod
+    def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
+        if not path.is_file():
+            raise CassetteNotFoundError()
+        data = files.read(path)  # raises CassetteError, naming the part, unless well-formed
+        if not data:
+            raise CassetteNotFoundError()
+        interactions = data.get("interactions") or []
+        requests = [_request(interaction["request"]) for interaction in interactions]
+        responses = [_response(interaction["response"]) for interaction in interactions]
+        return requests, responses, dict(data.get("metadata") or {})
+
+    @staticmethod
+    def save_cassette(path: Any, cassette_dict: Any, serializer: Any) -> None:
+        raise CassetteError("cassettes are written by save_recordings, not by vcrpy")
+
+
+# A replayed call asks for the key of the same request several times (vcrpy's
+# can_play_response_for, play_response, and the miss check); the canonical JSON is the cost.
+_request_key = functools.lru_cache(maxsize=512)(matching.request_key)
+
+_RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
+
+# watcher(request, response, replayed): an interaction the code under test received.
+Watcher = Callable[[Any, Mapping[str, Any], bool], None]
+# gate(request): called before a request goes to the real server; raises to refuse it.
+Gate = Callable[[Any], None]
+
+
+# Answers that say "try again" (rate limits, timeouts, server faults) to the harness's own
+# model calls are not recorded: the harness owns their retries and never retries in replay,
+# so a cassette holds the answer a retried request got in the end, not the fault before it.
+# The application's traffic is recorded as it is, faults included (its SDK retries replay).
+TRANSIENT = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+
+class HarnessCassette(Cassette):  # type: ignore[misc]
+    """A vcrpy cassette with an index on the canonical request.
+
+    Args:
+        path: the cassette file.
+        mode: ``none``, ``new`` or ``all``.
+        ignore: dotted body fields left out of matching.
+        redaction: what to redact from requests and responses.
+        rerecord_hint: the command that records this test, for miss messages.
+        ignore_hosts: hosts whose requests pass through, neither recorded nor replayed.
+        watcher: shown every interaction played or recorded.
+        gate: shown every request about to be sent to the real server.
+
+    Attributes:
+        misses: every ``CassetteMiss`` raised, in order (an SDK may have wrapped them).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: str,
+        ignore: Sequence[str],
+        redaction: scrub.Redaction,
+        rerecord_hint: str,
+        ignore_hosts: Sequence[str] = (),
+        watcher: Watcher | None = None,
+        gate: Gate | None = None,
+    ) -> None:
+        self.file = Path(path)
+        self._ignore = tuple(ignore)
+        self._index: dict[matching.RequestKey, list[int]] = {}
+        self._hint = rerecord_hint
+        self._watcher = watcher
+        self._gate = gate
+        self.misses: list[CassetteMiss] = []
+        passes = matching.host_filter(ignore_hosts)
+        super().__init__(
+            path,
+            persister=Persister,
+            record_mode=_RECORD_MODES[mode],
+            before_record_request=lambda request: (
+                None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
+            ),
+            before_record_response=lambda response: (
+                None
+                if response["status"]["code"] in TRANSIENT and scope.in_seam_call()
+                else scrub.redact_response(_decoded(response), redaction)
+            ),
+        )
+
+    def key(self, request: Any) -> matching.RequestKey:
+        return _request_key(request.method, request.uri, request.body, self._ignore)
+
+    def append(self, request: Any, response: Any) -> None:
+        before = len(self.data)
+        super().append(request, response)
+        if len(self.data) > before:
+            self._remember(before)
+            if self._watcher is not None:
+                request, response = self.data[before]
+                self._watcher(request, response, False)
+
+    def play_response(self, request: Any) -> Any:
+        response = super().play_response(request)
+        if self._watcher is not None:
+            self._watcher(request, response, True)
+        return response
+
+    def _remember(self, index: int) -> None:
+        self._index.setdefault(self.key(self.data[index][0]), []).append(index)
+
+    def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
+        request = self._before_record_request(request)
+        if not request:
+            return
+        for index in self._index.get(self.key(request), ()):
+            yield index, self.data[index][1]
+
+    def can_play_response_for(self, request: Any) -> bool:
+        if super().can_play_response_for(request):
+            return True
+        if not self._before_record_request(request):
+            return False  # an ignored host: the request passes through
+        if self.write_protected:
+            miss = CassetteMiss(self.miss_message(request))
+            self.misses.append(miss)
+            raise miss
+        if self._gate is not None:
+            self._gate(request)
+        return False
+
+    def miss_message(self, request: Any) -> str:
+        """What a replay miss says: the file, the request, the closest recording, the fix."""
+        key = self.key(self._before_record_request(request))
+        lines = [
+            f"no recording in {self._path} matches this request:",
+            _indent(matching.describe(key)),
+        ]
+        recorded = [self.key(stored) for stored, _ in self.data]
+        if key in self._index:
+            count = len(self._index[key])
+            lines.append(f"it was recorded {count} time(s) and every recording is already used.")
+        elif not recorded:
+            lines.append("the cassette has no recordings (the file is missing or empty).")
+        else:
+            nearest = matching.closest(key, recorded)
+            assert nearest is not None  # recorded is not empty
+            lines += ["closest recorded request:", _indent(matching.diff(nearest, key))]
+        lines.append(self._hint)
+        return "\n".join(lines)
+
+    def _load(self) -> None:
+        if self.record_mode == RecordMode.ALL:
+            return  # re-recording from scratch: the old file is neither needed nor trusted
+        try:
+            requests, responses, metadata = Persister.load(self.file)
+        except CassetteNotFoundError:
+            return
+        for request, response in zip(requests, responses, strict=True):
+            # The filters also run on load: they are idempotent.
+            kept = self._before_record_response(response)
+            if kept is not None:
+                self.data.append((self._before_record_request(request), kept))
+                self._remember(len(self.data) - 1)
+        self._old_interactions = list(self.data)
+        self._loaded_count = len(self.data)
+        self._metadata = metadata
+        self.rewound = True
+
+    def _save(self, force: bool = False) -> None:
+        """Saving is explicit (``save_recordings``), once the test's outcome is known."""
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The loaded file's metadata (empty when there was none, or when re-recording)."""
+        return dict(getattr(self, "_metadata", None) or {})
+
+    @property
+    def recorded_now(self) -> list[tuple[Any, Any]]:
+        return list(self.data[self._loaded_count :])
+
+
+def load(
+    path: Path,
+    *,
+    mode: str,
+    ignore: Sequence[str],
+    redaction: scrub.Redaction,
+    rerecord_hint: str,
+    ignore_hosts: Sequence[str] = (),
+    watcher: Watcher | None = None,
+    gate: Gate | None = None,
+) -> HarnessCassette:
+    """The cassette at ``path``, its recordings loaded (none when re-recording: ``all``)."""
+    cassette = HarnessCassette(
+        path,
+        mode=mode,
+        ignore=ignore,
+        redaction=redaction,
+        rerecord_hint=rerecord_hint,
+        ignore_hosts=ignore_hosts,
+        watcher=watcher,
+        gate=gate,
+    )
+    cassette._load()
+    return cassette
+
+
+def _bytes(request: Any) -> Any:
+    """``request`` with a bytes body: vcrpy's aiohttp stub passes a ``json=`` argument as is."""
+    if isinstance(request.body, (dict, list)):
+        request.body = json.dumps(request.body).encode("utf-8")
+    return request
+
+
+def _decoded(response: dict[str, Any]) -> dict[str, Any]:
+    """Decompress a gzip/deflate body (vcrpy's filter deep-copies: only call it when needed)."""
+    headers = response.get("headers") or {}
+    if any(name.lower() == "content-encoding" for name in headers):
+        return dict(vcr.filters.decode_response(response))
+    return response
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+@contextlib.contextmanager
+def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
+    """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers).
+
+    ``Registry`` puts every patched attribute back when the last open cassette
+    closes, also when cassettes were closed out of order.
+    """
+    patchers = [p for p in CassettePatcherBuilder(cassette).build() if not _in_process(p)]
+    _REGISTRY.opened(cassette, patchers)
+    try:
+        with contextlib.ExitStack() as stack:
+            for patcher in patchers:
+                stack.enter_context(patcher)
+            yield cassette
+    finally:
+        _REGISTRY.closed(cassette)
+
+
+_REGISTRY = Registry()
+# httpx transports that never leave the process (a test's own ASGI or WSGI app, a mock):
+# recording them would replay the app under test instead of running it.
+_IN_PROCESS = frozenset({"ASGITransport", "WSGITransport", "MockTransport"})
+
+
+def _in_process(patcher: Any) -> bool:
+    return getattr(patched_object(patcher), "__name__", "") in _IN_PROCESS
+
+
+def save_recordings(
+    cassette: HarnessCassette,
+    *,
+    mode: str,
+    run_id: str,
+    secrets: Sequence[str],
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Write what ``cassette`` recorded during this test (``files.merge_and_write``).
+
+    Returns:
+        None when the test recorded nothing (no file written), else the file's header from
+        before the write (empty when there was no file).
+    """
+    new = [
+        files.interaction(request._to_dict(), response)
+        for request, response in cassette.recorded_now
+    ]
+    if not new:
+        return None
+    return files.merge_and_write(
+        cassette.file, new, mode=mode, run_id=run_id, secrets=secrets, metadata=metadata
+    )

@@ -1,0 +1,100 @@
+"""The ``harness`` fixture's object: run agents and judge with tribunals inside a test."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_harness import _aio
+from pytest_harness._agent import Agent, AgentResult
+from pytest_harness.errors import ConfigError
+from pytest_harness.tribunal import Tribunal, Verdict, assert_verdict, get_verdict
+
+if TYPE_CHECKING:
+    from pytest_harness.calibration import Calibration
+    from pytest_harness.orchestrator import Orchestrator, Run
+
+
+class Harness:
+    """The ``harness`` fixture: run agents and assert with tribunals inside a test.
+
+    Everything it runs goes through the test's cassette and settings, and every tribunal it
+    runs is in the session report.
+
+    Attributes:
+        test_id: the test's node id.
+        folder: the test module's folder (relative label files are read from there).
+        sample: the running sample's number (from 1) in a sampled test, else None.
+        tribunals / runs / transcripts / calibrations: what the test ran, as each finished.
+    """
+
+    def __init__(self, test_id: str | None = None, *, folder: Path | None = None) -> None:
+        self.test_id = test_id
+        self.folder = folder
+        self.sample: int | None = None
+        self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
+        self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
+        self.transcripts: list[Any] = []  # and as simulated conversations end
+        self.calibrations: list[Any] = []  # and as calibrations end
+
+    def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
+        """An ``Orchestrator`` (same arguments) for this test: its requests go through the
+        test's cassette, and each of its runs is in ``runs`` and the session report."""
+        from pytest_harness.orchestrator import Orchestrator
+
+        return Orchestrator(model, tools, **options)
+
+    def ask(
+        self,
+        agent: type[Agent] | Agent,
+        input: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        memory: Any = None,
+    ) -> AgentResult:
+        """Call an agent (a class is created with the arguments) and return its AgentResult."""
+        return _aio.run_sync(self.aask(agent, input, context=context, params=params, memory=memory))
+
+    async def aask(
+        self, agent: type[Agent] | Agent, input: Any = None, **kwargs: Any
+    ) -> AgentResult:
+        """Async ``ask``: same arguments, same AgentResult."""
+        if isinstance(agent, type) and issubclass(agent, Agent):
+            agent = agent(input=input, **kwargs)
+        if not isinstance(agent, Agent):
+            raise ConfigError(f"harness.ask expects an Agent class or instance, got {agent!r}")
+        return await agent.acall()
+
+    def assert_verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """``assert_verdict`` (see there) for this test."""
+        __tracebackhide__ = True
+        return assert_verdict(tribunal, input, **kwargs)
+
+    def verdict(
+        self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
+    ) -> Verdict:
+        """Run a tribunal and return its Verdict without asserting on it."""
+        return get_verdict(tribunal, input, **kwargs)
+
+    def calibrate(self, tribunal: type[Tribunal], labelled: Any, **options: Any) -> Calibration:
+        """``calibration.calibrate`` (same options) for this test: a relative labels path is
+        read from the test module's folder, and the calibration is in the report."""
+        from pytest_harness.calibration import calibrate
+
+        options.setdefault("base", self.folder)
+        return calibrate(tribunal, labelled, **options)
+
+    def assert_calibrated(
+        self, tribunal: type[Tribunal], labelled: Any, **options: Any
+    ) -> Calibration:
+        """``calibration.assert_calibrated`` (same options) for this test: fails unless the
+        panel reaches ``min_accuracy`` / ``min_kappa`` and no probe flags a judge."""
+        __tracebackhide__ = True
+        from pytest_harness.calibration import assert_calibrated
+
+        options.setdefault("base", self.folder)
+        return assert_calibrated(tribunal, labelled, **options)

@@ -1,0 +1,528 @@
+"""The harness's part in one test: its scope, cassette, network guard and reports.
+
+The plugin's per-test hooks delegate here. At setup ``ItemRun.start`` builds what governs
+the test's model calls from the session settings and its ``harness`` markers, and
+``ItemRun.open`` opens its cassette when the test uses the harness (or
+``harness_capture = all``): from then until teardown all the test's HTTP traffic is recorded
+or replayed. Each phase runs inside ``ItemRun.active()``; after teardown ``ItemRun.finish``
+closes the cassette. What the test's traffic held is reported here (``TrafficWatch``:
+misses, bad model responses, spend), and so are the tribunals run in it: JUnit properties,
+the ``pytest_harness_tribunal`` hook, the fixture's list.
+
+What the test's features report as they finish becomes its report rows here too
+(``ItemReports``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_harness import _litellm
+from pytest_harness import _scope as scope
+from pytest_harness import _settings as settings_
+from pytest_harness._cassettes.matching import split_host
+from pytest_harness._cassettes.netguard import NetworkGuard
+from pytest_harness._cassettes.scrub import Redaction
+from pytest_harness._cassettes.slot import CassetteSlot, cassette_path
+from pytest_harness._local import route
+from pytest_harness._spend import Budget, Ledger, Spend, junit_properties
+from pytest_harness.errors import (
+    CassetteMiss,
+    HarnessError,
+    HarnessWarning,
+    InvalidResponse,
+    describe,
+)
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_harness._cassettes.slot import CassetteSlot, Seen
+    from pytest_harness._fixture import Harness
+    from pytest_harness._response import ModelResponse
+    from pytest_harness._samples import Sampling
+    from pytest_harness._settings import Settings, TestSettings
+
+
+def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, None, None]:
+    """The setup phase (a hook wrapper's body): start the test's run, then set up in it."""
+    try:
+        run = item.stash[_RUN] = ItemRun.start(item, session, run_id)
+        run.open()
+    except HarnessError as error:  # a wrong marker, a broken cassette, no embedded model
+        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
+        yield
+        pytest.fail(describe(error), pytrace=False)
+    with run.active():
+        return (yield)
+
+
+def call(item: pytest.Item) -> Generator[None, None, None]:
+    """The call phase, in the test's scope; a sampled test's body runs once per sample."""
+    run = item.stash.get(_RUN, None)
+    if run is None:
+        return (yield)
+    with run.active():
+        if run.sampling is None:
+            return (yield)
+        body = item.runtest
+        item.runtest = lambda: run.run_samples(body)  # type: ignore[method-assign]
+        try:
+            return (yield)
+        finally:
+            del item.runtest  # the class's method again
+
+
+def teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """The teardown phase, in the test's scope; then the cassette is closed (and saved)."""
+    run = item.stash.get(_RUN, None)
+    if run is None:
+        return (yield)
+    try:
+        with run.active():
+            return (yield)
+    finally:
+        problem = run.finish(failed=item.stash.get(_FAILED, False))
+        if problem is not None:
+            # No traceback: its frames would show the secret values the scan looked for.
+            pytest.fail(problem, pytrace=False)
+
+
+def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Put what went wrong in the test's traffic first in its report; remember a failure.
+
+    A cassette miss an SDK wrapped, a bad model response the application received, a
+    refused connection a library swallowed: each fails the phase (also one that passed), its
+    message ahead of whatever error the test then raised.
+    """
+    report = yield
+    run = item.stash.get(_RUN, None)
+    if run is not None and not report.skipped:
+        raised = call.excinfo.value if call.excinfo is not None else None
+        first = run.watch.unreported(raised, run.slot.misses if run.slot is not None else ())
+        if call.when == "call" and first is None:
+            first = run.blocked()
+        if first is None:  # the application lost the embedded model's server
+            first = route.death_news()
+        if first is not None and report.passed:
+            report.outcome, report.longrepr = "failed", first
+        elif first is not None:
+            report.longrepr = f"{first}\n\nThe test then failed with:\n{report.longrepr}"
+    if report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+def fixture(item: pytest.Item) -> Harness:
+    """The ``harness`` fixture's object of the test (one per test)."""
+    run = item.stash.get(_RUN, None)
+    if run is None:  # its harness marker is wrong: the test fails once set-up is over
+        from pytest_harness._fixture import Harness
+
+        return Harness(item.nodeid)
+    return run.fixture()
+
+
+class ItemRun:
+    """What the harness keeps for one running test.
+
+    Attributes:
+        scope: what governs the test's model calls (set by ``start``).
+        slot: the test's cassette, or None (``cassette=False``).
+        guard: the network guard in replay mode, else None.
+        watch: what the test's traffic held (misses, bad responses, spend).
+        captures: whether the cassette is open for the whole test.
+        record_failed: save the cassette even when the test failed.
+        reports: what the test's features reported (tribunals, runs, calibrations).
+        sampling: the samples of a sampled test (``samples=N``), else None.
+    """
+
+    scope: scope.Scope
+    watch: TrafficWatch
+
+    def __init__(self, item: pytest.Item, *, record_failed: bool, captures: bool) -> None:
+        self.item = item
+        self.record_failed = record_failed
+        self.captures = captures
+        self.slot: CassetteSlot | None = None
+        self.guard: NetworkGuard | None = None
+        self.reports = ItemReports(item)
+        self.sampling: Sampling | None = None
+        self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
+
+    @classmethod
+    def start(cls, item: pytest.Item, session: Settings, run_id: str) -> ItemRun:
+        """The run of ``item``: its markers applied, its guard up in replay mode.
+
+        Raises:
+            ConfigError: a wrong ``harness`` marker argument.
+        """
+        test = settings_.apply(session, *settings_.arguments(item))
+        captures = session.capture == "all" or _uses_harness(item)
+        run = cls(item, record_failed=session.record_failed, captures=captures)
+        run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
+        if test.record == "none":
+            ignored = [split_host(host)[0] for host in session.ignore_hosts]  # hosts, not ports
+            run.guard = NetworkGuard([*session.allow_hosts, *ignored])
+        if test.cassette is not False:
+            run.slot = _slot(item, session, test, run_id, run.guard)
+            run.slot.on_response = run.watch.seen
+            run.slot.gate = run.watch.gate
+        live = test.record != "none"
+        run.scope = scope.Scope(
+            degenerate=test.degenerate,
+            model=test.model,
+            timeout=test.timeout,
+            replay=test.record == "none" and run.slot is not None,
+            test_id=item.nodeid,
+            call_hooks=(route.LocalRoute(live=live), *filter(None, [run.slot])),
+            listeners=(run.listen,),
+        )
+        run.watch.scope = run.scope
+        if test.samples > 1:
+            from pytest_harness._samples import Sampling
+
+            run.sampling = Sampling(test.samples, test.pass_rate)
+        if captures and live and test.model == route.LOCAL_MODEL and run.slot is not None:
+            run.slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
+        return run
+
+    def open(self) -> None:
+        """Open the whole test's cassette (a test that uses the harness) and go offline.
+
+        With the embedded model (recording with ``--harness-model=local``, or replaying a
+        cassette recorded so) the OpenAI variables point the application at it.
+        """
+        if not self.captures:
+            return
+        if self.guard is not None:
+            self.guard.install()  # the whole test is offline, not only from its first call
+        if self.slot is None:
+            return
+        local = self.slot.metadata.get("endpoint") == route.LOCAL_MODEL
+        if local:  # the server starts (once) before the cassette sees any traffic
+            self._set_environ(route.environment(live=True))
+        self.slot.open()
+        if not local and self.slot.recorded_metadata.get("endpoint") == route.LOCAL_MODEL:
+            self._set_environ(route.environment(live=False))
+            local = True
+        self.watch.free = local
+
+    def _set_environ(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self._environ.setenv(name, value)
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Run one phase of the test with its scope in force."""
+        _litellm.quiet_warnings()
+        with scope.activate(self.scope):
+            try:
+                yield
+            except BaseException:
+                self.watch.warn_pending(quiet=True)
+                raise
+            self.watch.warn_pending()
+
+    def fixture(self) -> Harness:
+        """The ``harness`` fixture's object (one per test)."""
+        if self.reports.harness is None:
+            from pytest_harness._fixture import Harness
+
+            self.reports.harness = Harness(self.item.nodeid, folder=self.item.path.parent)
+        return self.reports.harness
+
+    def listen(self, topic: str, payload: Any) -> None:
+        """Report what the test's features did (a listener of its scope)."""
+        if topic == "response":
+            self.watch.harness_response(payload)
+        else:
+            self.reports.add(topic, payload)
+
+    def run_samples(self, body: Callable[[], object]) -> None:
+        """Run the test's body once per sample; fail unless enough samples passed."""
+        sampling = self.sampling
+        assert sampling is not None
+        problems = len(self.watch.problems)
+
+        def starting(number: int) -> None:
+            nonlocal problems
+            problems = len(self.watch.problems)
+            self.reports.sample = number
+            if self.reports.harness is not None:
+                self.reports.harness.sample = number
+
+        def explain(error: BaseException) -> str:
+            info = pytest.ExceptionInfo.from_exception(error)
+            return str(self.item.repr_failure(info))
+
+        try:
+            sampling.run(
+                body,
+                starting=starting,
+                problem=lambda: self.watch.claim(problems),
+                explain=explain,
+            )
+        finally:
+            self.item.user_properties.extend(sampling.junit_properties(self.item.nodeid))
+
+    def blocked(self) -> str | None:
+        """Why a test that passed must fail: connections refused in replay mode, or None."""
+        if self.guard is None or not self.guard.blocked:
+            return None
+        return (
+            "pytest-harness blocked network connections in replay mode: "
+            + ", ".join(self.guard.blocked)
+            + ". Record the test with --harness-live, or allow the hosts with harness_allow_hosts."
+        )
+
+    def finish(self, *, failed: bool) -> str | None:
+        """Stop the guard; close the cassette (saved unless the test failed); report the
+        test's spend and verdict drift. Returns an error or None."""
+        self._environ.undo()
+        if self.guard is not None:
+            self.guard.uninstall()
+        try:
+            if self.slot is not None:
+                self.reports.keep_verdicts(self.slot)
+                self.slot.close(keep=not failed or self.record_failed)
+                self.reports.report_drift(self.slot)
+        except HarnessError as error:
+            return describe(error)
+        finally:
+            self.item.user_properties.extend(self.watch.finish())
+        return None
+
+
+def _slot(
+    item: pytest.Item,
+    session: Settings,
+    test: settings_.TestSettings,
+    run_id: str,
+    guard: NetworkGuard | None,
+) -> CassetteSlot:
+    name = test.cassette if isinstance(test.cassette, str) else None
+    return CassetteSlot(
+        path=cassette_path(session.cassette_dir, item.nodeid, name),
+        mode=test.record,
+        nodeid=item.nodeid,
+        run_id=run_id,
+        ignore=session.match_ignore,
+        ignore_hosts=session.ignore_hosts,
+        redaction=Redaction.with_extra(
+            headers=session.redact_headers,
+            query=session.redact_query,
+            body_fields=session.redact_body_fields,
+        ),
+        guard=guard,
+        shared=name is not None,
+    )
+
+
+def _uses_harness(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("harness") is not None or any(
+        name.startswith("harness") for name in names
+    )
+
+
+_RUN: pytest.StashKey[ItemRun] = pytest.StashKey()
+_FAILED: pytest.StashKey[bool] = pytest.StashKey()
+
+
+class ItemReports:
+    """The report rows of one running test.
+
+    Attributes:
+        item: the test.
+        harness: the test's ``harness`` fixture object, once it asked for it.
+        sample: the running sample's number in a sampled test, else None.
+        tribunals: the records of the tribunal runs so far (``report.tribunals.record``).
+    """
+
+    def __init__(self, item: pytest.Item) -> None:
+        self.item = item
+        self.harness: Harness | None = None
+        self.sample: int | None = None
+        self.tribunals: list[dict[str, Any]] = []
+
+    def add(self, topic: str, payload: Any) -> None:
+        """Report what finished (a topic of the test's scope other than ``response``)."""
+        if topic == "tribunal":
+            self._tribunal(payload)
+        elif topic in ("run", "transcript"):
+            self._agent(topic, payload)
+        elif topic == "calibration":
+            self._calibration(payload)
+
+    def _tribunal(self, done: Any) -> None:
+        from pytest_harness._report import tribunals as report
+
+        data = report.record(done.tribunal, done.error, self.item.nodeid, sample=self.sample)
+        self.tribunals.append(data)
+        self.item.user_properties.extend(report.junit_properties(data))
+        tribunal = done.tribunal
+        self.item.ihook.pytest_harness_tribunal(item=self.item, tribunal=tribunal, record=data)
+        if self.harness is not None:
+            self.harness.tribunals.append(tribunal)
+
+    def _agent(self, topic: str, payload: Any) -> None:
+        """An orchestrator run or a simulated conversation."""
+        from pytest_harness._report import session
+
+        nodeid = self.item.nodeid
+        if topic == "run":
+            self.item.user_properties.append(session.run_property(payload, nodeid))
+        else:
+            self.item.user_properties.append(session.transcript_property(payload, nodeid))
+        if self.harness is not None:
+            (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
+
+    def _calibration(self, calibration: Any) -> None:
+        self.item.user_properties.append(calibration.junit_property(self.item.nodeid))
+        if self.harness is not None:
+            self.harness.calibrations.append(calibration)
+
+    def keep_verdicts(self, slot: CassetteSlot) -> None:
+        """Recording: the cassette keeps the test's verdicts, for the next re-recording."""
+        if slot.mode != "none" and self.tribunals:
+            from pytest_harness import _drift as drift
+
+            kept = drift.entries(self.tribunals, slot.run_id)
+            slot.metadata[drift.METADATA_KEY] = {self.item.nodeid: kept}
+
+    def report_drift(self, slot: CassetteSlot) -> None:
+        """After a recording that replaced another: the verdicts that flipped (report rows).
+
+        Raises:
+            CassetteError: the replaced file cannot be compared (another format or test).
+        """
+        previous = slot.previous() if self.tribunals else None
+        if previous is None:
+            return
+        from pytest_harness import _drift as drift
+
+        nodeid = self.item.nodeid
+        new = slot.metadata[drift.METADATA_KEY][nodeid]
+        rows = drift.compare(previous, new, test=nodeid, path=slot.path, shared=slot.shared)
+        self.item.user_properties.extend(drift.junit_properties(rows))
+
+
+@dataclass(eq=False)
+class TrafficWatch:
+    """The watch over one test's traffic.
+
+    Attributes:
+        test: the test's node id.
+        spend: the test's model calls, tokens and cost.
+        budget: the live-call budget, or None (replay, or no limit set).
+        price: whether to price the calls when the test ends (something shows the cost).
+        scope: the test's scope (its degenerate policy), set once built.
+        free: the application talks to the embedded model: its calls cost nothing, whatever
+            model name it asks for.
+        problems: bad responses the application received, under ``fail``.
+        warnings: bad responses the application received, under ``warn``, not warned yet.
+    """
+
+    test: str
+    spend: Spend = field(default_factory=Spend)
+    budget: Budget | None = None
+    price: bool = False
+    scope: scope.Scope = field(default_factory=scope.Scope)
+    free: bool = False
+    problems: list[InvalidResponse] = field(default_factory=list)
+    warnings: list[InvalidResponse] = field(default_factory=list)
+    _reported: set[int] = field(default_factory=set)
+
+    @classmethod
+    def start(cls, session: Settings, test: TestSettings, nodeid: str, run_id: str) -> TrafficWatch:
+        watch = cls(nodeid, price=session.price_calls)
+        limits = (session.max_cost, session.max_session_cost)
+        if test.record != "none" and any(limit is not None for limit in limits):
+            ledger = None
+            if session.max_session_cost is not None:
+                ledger = Ledger(run_id, session.max_session_cost)
+            watch.budget = Budget(watch.spend, session.max_cost, ledger)
+        return watch
+
+    def harness_response(self, response: ModelResponse) -> None:
+        """Count a response of the harness's own (the seam reported it)."""
+        self.spend.add(response.model, response.usage, cost=response.cost)
+
+    def seen(self, seen: Seen) -> None:
+        """Count and check a model response the application received."""
+        found = seen.found
+        provider = None if self.free else found.provider  # no provider: not priced
+        self.spend.add(found.model, found.response.usage, provider=provider)
+        from pytest_harness import _model as model
+
+        source = "a replayed" if seen.replayed else "a"
+        call = f"{source} request of the application (POST {seen.uri.partition('?')[0]})"
+        error = model.problem(seen.found.response, call=call, within=self.scope)
+        if error is None:
+            return
+        if self.scope.degenerate == "fail":
+            self.problems.append(error)
+        else:
+            self.warnings.append(error)
+
+    def warn_pending(self, *, quiet: bool = False) -> None:
+        """Warn about each bad response kept under ``warn`` (at the end of a test phase).
+
+        Args:
+            quiet: the phase is already failing; a warning turned error must not hide that.
+        """
+        pending, self.warnings = self.warnings, []
+        for error in pending:
+            with contextlib.suppress(Warning) if quiet else contextlib.nullcontext():
+                warnings.warn(HarnessWarning(str(error)), stacklevel=2)
+
+    def gate(self, uri: str) -> None:
+        """Before a live request: refuse it when the budget is spent."""
+        if self.budget is not None:
+            self.budget.gate(uri)
+
+    def unreported(
+        self, raised: BaseException | None, misses: Sequence[CassetteMiss] = ()
+    ) -> str | None:
+        """What the report must show first and has not shown yet, or None.
+
+        Args:
+            raised: the exception the phase ended with; a miss it is needs no repeating.
+            misses: the cassette's misses so far.
+        """
+        new = [e for e in [*misses, *self.problems] if id(e) not in self._reported]
+        self._reported.update(id(e) for e in new)
+        shown = [e for e in new if e is not raised]
+        if not shown:
+            return None
+        lines = [describe(shown[0])]
+        if len(shown) > 1:
+            lines += ["", f"and {len(shown) - 1} more:"]
+            lines += [f"  {describe(e).splitlines()[0]}" for e in shown[1:]]
+        return "\n".join(lines)
+
+    def claim(self, start: int) -> str | None:
+        """The first bad response kept since ``problems[start]``, as a message, or None.
+
+        A sampled test counts it against the sample that received it: the report then does
+        not repeat it (nor fail the whole test for it).
+        """
+        fresh = self.problems[start:]
+        self._reported.update(id(e) for e in fresh)
+        return describe(fresh[0]) if fresh else None
+
+    def finish(self) -> list[tuple[str, str]]:
+        """The test's spend as JUnit properties (none without model calls)."""
+        if self.budget is not None:
+            self.budget.settle()
+        if not self.spend.calls:
+            return []
+        return junit_properties(self.spend.record(self.test, priced=self.price))

@@ -1,0 +1,373 @@
+"""The embedded model's route: ``model="local"`` calls go to a llama.cpp server on loopback.
+
+``--harness-model=local`` (or ``model="local"``) sends a call to the embedded model, so
+anyone can record cassettes without an API key. ``LocalRoute`` is the call hook the plugin
+installs: in live runs it starts the server (once per process, on the first call) and hands
+the call's litellm kwargs to ``make_route``, which points litellm's OpenAI route at the
+server and works around what this server and model do differently from OpenAI:
+
+* ``response_format={"type": "json_schema", "json_schema": {"schema": ...}}`` is refused
+  with HTTP 500 ("Input should be 'text' or 'json_object'"); the server takes
+  ``{"type": "json_object", "schema": ...}`` instead and enforces the schema by grammar.
+* its ``gemma`` chat format silently drops system messages (and any content that is not a
+  string), so system text is folded into the first user turn.
+* a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
+* the model makes no tool calls of its own: offered tools become a prompt and a grammar
+  (below), and the seam reads the JSON reply back into ``tool_calls``.
+* ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
+  server honours a request's seed, but a sampled answer (temperature above 0) repeats only
+  from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
+  and a prompt evaluated in part gives slightly different logits.
+
+Replay needs no server: cassettes are matched with loopback hosts stripped of their port,
+so calls aimed at ``REPLAY_BASE`` (an address nothing listens on: vcrpy answers before any
+connection is made) replay what was recorded from whichever port the real server had.
+
+When the live server dies (a llama.cpp build this CPU cannot run dies on its first token),
+every call that reaches it, and every later one, raises the ``LocalModelError`` saying how it
+died, instead of a connection error after retries; a test whose application lost the server
+(an SDK call, not the harness's) reports that error first (``death_news``).
+
+Only the standard library is imported here: the server and install modules are imported
+when a live call first needs the server.
+
+The embedded model's tool calls are made here too: tools become a prompt and a JSON
+grammar, and the reply is read back into ``tool_calls``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pytest_harness._local.install import MODEL_NAME
+from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness.errors import ConfigError, causes, describe
+
+if TYPE_CHECKING:
+    from pytest_harness._local.server import LocalServer
+
+LOCAL_MODEL = "local"
+LITELLM_NAME = f"openai/{MODEL_NAME}"  # litellm's OpenAI route, to the server's one model
+REPLAY_BASE = "http://127.0.0.1:9/v1"
+
+Route: TypeAlias = Callable[[dict[str, Any]], dict[str, Any]]
+
+# The OpenAI SDK under litellm refuses to send a request without a key; the server ignores it.
+_API_KEY = "no-key-local"
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+# How long a call that lost its connection waits for the server process to be reaped: a
+# crash on the first token closes the socket a moment before the process is gone.
+_DEATH_WAIT = 2.0
+
+
+def make_route(base_url: str) -> Route:
+    """The route sending calls for ``LOCAL_MODEL`` to the server at ``base_url``.
+
+    It takes the litellm kwargs of a call and returns the kwargs to use: calls for any other
+    model pass unchanged, and nothing the caller passed is mutated. ``LocalRoute``
+    wraps it as the seam's call hook.
+
+    Args:
+        base_url: ``LocalServer.base_url``, or ``REPLAY_BASE`` when replaying cassettes.
+    """
+
+    def route(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if kwargs.get("model") != LOCAL_MODEL:
+            return kwargs
+        routed = {**kwargs, "model": LITELLM_NAME, "api_base": base_url, "api_key": _API_KEY}
+        routed.setdefault("temperature", 0)
+        routed.setdefault("seed", 42)
+        routed["max_retries"] = routed["num_retries"] = 0
+        routed = offer(routed)  # tools as a prompt and a grammar: no native calls
+        if "response_format" in routed:
+            routed["response_format"] = _response_format(routed["response_format"])
+        routed["messages"] = _fold_system(routed.get("messages") or [])
+        return routed
+
+    return route
+
+
+def _response_format(value: Any) -> Any:
+    """OpenAI's ``json_schema`` form in the one llama-cpp-python's server accepts."""
+    if not isinstance(value, Mapping) or value.get("type") != "json_schema":
+        return value
+    schema = (value.get("json_schema") or {}).get("schema")
+    return {"type": "json_object"} if schema is None else {"type": "json_object", "schema": schema}
+
+
+def _fold_system(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """System text moved to the head of the first user turn (the gemma format drops it)."""
+    system = [_text(m.get("content")) for m in messages if m.get("role") in _SYSTEM_ROLES]
+    rest = [dict(m) for m in messages if m.get("role") not in _SYSTEM_ROLES]
+    preface = "\n\n".join(text for text in system if text)
+    if not preface:
+        return rest
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = "\n\n".join(filter(None, [preface, _text(message.get("content"))]))
+            return rest
+    return [{"role": "user", "content": preface}, *rest]
+
+
+def _text(content: Any) -> str:
+    """A message's text; the gemma format keeps string content only."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(
+        str(part.get("text") or "")
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") == "text"
+    )
+
+
+@dataclass(eq=False)
+class LocalRoute:
+    """Sends ``model="local"`` calls to the embedded model (a call hook of the seam).
+
+    In replay mode no server is started: the calls are answered from cassettes, which match
+    loopback hosts without their port.
+    """
+
+    live: bool
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if kwargs.get("model") != LOCAL_MODEL:
+            return kwargs
+        return make_route(endpoint(live=self.live))(kwargs)
+
+    def translate(self, error: BaseException) -> BaseException | None:
+        """The server's death behind a failed call, if it died (see ``failure``)."""
+        if not self.live:
+            return None
+        return _told(failure(wait=_DEATH_WAIT if _connection_lost(error) else 0.0))
+
+
+_server: LocalServer | None = None
+_server_lock = threading.Lock()
+_death_told = False  # whether a test's report has shown the server's death yet
+
+
+def _local_server() -> LocalServer:
+    global _server, _death_told
+    with _server_lock:
+        if _server is None:
+            from pytest_harness._local.server import LocalServer
+
+            _server, _death_told = LocalServer().start(), False
+        dead = _server.failure()
+        if dead is not None:  # not started again: it would die the same way
+            _death_told = True  # (the lock is held)
+            raise dead
+        return _server
+
+
+def failure(wait: float = 0.0) -> BaseException | None:
+    """The ``LocalModelError`` saying how this process's server died, or None.
+
+    Args:
+        wait: seconds to give a server that may be dying to end.
+    """
+    with _server_lock:
+        server = _server
+    return None if server is None else server.failure(wait)
+
+
+def death_news() -> str | None:
+    """How the server died, for the report of the test during which it died: once, and only
+    when no harness call has raised it to the test already (the application's own calls
+    met a connection error, and may have swallowed it)."""
+    global _death_told
+    dead = failure()
+    with _server_lock:
+        if dead is None or _death_told:
+            return None
+        _death_told = True
+    return describe(dead)
+
+
+def _told(dead: BaseException | None) -> BaseException | None:
+    """``dead``, noted as told to the test (it is about to be raised to it)."""
+    global _death_told
+    if dead is not None:
+        with _server_lock:
+            _death_told = True
+    return dead
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """Whether a broken connection is behind ``error`` (the SDKs wrap it in their own)."""
+    return any(
+        isinstance(cause, ConnectionError) or "Connect" in type(cause).__name__
+        for cause in causes(error)
+    )
+
+
+def endpoint(*, live: bool) -> str:
+    """The embedded model's OpenAI base URL: its server's (started on first use) when
+    ``live``, else ``REPLAY_BASE`` (replay needs no server)."""
+    return _local_server().base_url if live else REPLAY_BASE
+
+
+def environment(*, live: bool) -> dict[str, str]:
+    """The variables that point an OpenAI client (the SDK, litellm) at the embedded model."""
+    base = endpoint(live=live)
+    return {"OPENAI_BASE_URL": base, "OPENAI_API_BASE": base, "OPENAI_API_KEY": _API_KEY}
+
+
+def stop_local_server() -> None:
+    """Stop the embedded model's server if this process started one."""
+    global _server
+    with _server_lock:
+        if _server is not None:
+            _server.stop()
+            _server = None
+
+
+MARK = "_harness_local_tools"  # kwargs key the seam reads (and never sends)
+
+
+def offer(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's kwargs with its tools turned into a prompt and a grammar."""
+    tools = [t["function"] for t in kwargs.pop("tools", None) or [] if "function" in t]
+    choice = kwargs.pop("tool_choice", None)
+    if not tools:
+        return kwargs
+    callable_, answer = _choice(tools, choice)
+    kwargs["response_format"] = {"type": "json_object", "schema": _schema(callable_, answer)}
+    kwargs["messages"] = _plain(kwargs.get("messages") or [], _guide(callable_, answer))
+    kwargs[MARK] = True
+    return kwargs
+
+
+def receive(response: ModelResponse) -> ModelResponse:
+    """The reply read back: a tool call, or the answer as the text."""
+    try:
+        data = json.loads(response.content or "")
+    except ValueError:
+        return _cut_off(response)
+    if not isinstance(data, dict):
+        return response
+    if isinstance(data.get("tool"), str):
+        arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+        called = _called(response, data["tool"], arguments, json.dumps(arguments))
+        return replace(called, finish_reason="tool_calls")
+    if isinstance(data.get("answer"), str):
+        return replace(response, content=data["answer"])
+    return response
+
+
+_TOOL_START = re.compile(r'\s*\{\s*"tool"\s*:\s*"(?P<name>[^"\\]+)"\s*,\s*"arguments"\s*:\s*')
+_ANSWER_START = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
+
+
+def _cut_off(response: ModelResponse) -> ModelResponse:
+    """A reply the token limit cut short, read as OpenAI would send it: a tool call whose
+    arguments do not parse (the loop tells the model so), or the answer's text so far.
+    Anything else is left as it is for the response check to judge."""
+    text = response.content or ""
+    if (tool := _TOOL_START.match(text)) is not None:
+        return _called(response, tool["name"], None, text[tool.end() :])
+    if (answer := _ANSWER_START.match(text)) is not None:
+        partial = text[answer.end() :]
+        try:
+            content = json.loads(f'"{partial.rstrip(chr(92))}"')
+        except ValueError:
+            content = partial
+        return replace(response, content=content)
+    return response
+
+
+def _called(
+    response: ModelResponse, name: str, arguments: dict[str, Any] | None, raw: str
+) -> ModelResponse:
+    call = ToolCall(id="call_local_0", name=name, arguments=arguments, raw_arguments=raw)
+    return replace(response, content=None, tool_calls=(call,))  # a cut-off call keeps "length"
+
+
+def _choice(tools: list[Mapping[str, Any]], choice: Any) -> tuple[list[Mapping[str, Any]], bool]:
+    """The tools the reply may call, and whether it may answer, under ``tool_choice``."""
+    if choice == "none":
+        return [], True
+    if choice == "required":
+        return tools, False
+    if isinstance(choice, Mapping):
+        name = (choice.get("function") or {}).get("name")
+        named = [tool for tool in tools if tool["name"] == name]
+        if not named:
+            raise ConfigError(
+                f"tool_choice names the tool {name!r}, which is not among the tools offered "
+                f"({', '.join(tool['name'] for tool in tools)}): name one of them"
+            )
+        return named, False
+    return tools, True
+
+
+def _schema(tools: Sequence[Mapping[str, Any]], answer: bool) -> dict[str, Any]:
+    choices: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "enum": [tool["name"]]},
+                "arguments": tool.get("parameters") or {"type": "object"},
+            },
+            "required": ["tool", "arguments"],
+        }
+        for tool in tools
+    ]
+    if answer:
+        choices.append(
+            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        )
+    return choices[0] if len(choices) == 1 else {"anyOf": choices}
+
+
+def _guide(tools: Sequence[Mapping[str, Any]], answer: bool) -> str:
+    lines = ["You can call these tools:"] if tools else []
+    for tool in tools:
+        parameters = json.dumps((tool.get("parameters") or {}).get("properties") or {})
+        lines.append(f"- {tool['name']}: {tool.get('description') or ''} Arguments: {parameters}")
+    forms = ['{"tool": <name>, "arguments": {...}} to call a tool'] if tools else []
+    forms += ['{"answer": <text>} to answer'] if answer else []
+    lines.append(f"Reply with one JSON object: {', or '.join(forms)}.")
+    return "\n".join(lines)
+
+
+def _plain(messages: Sequence[Mapping[str, Any]], guide: str) -> list[dict[str, Any]]:
+    """Tool turns as plain turns (the gemma format keeps user and assistant text only).
+
+    The results of one batch become one user turn that restates the user's last question
+    beside what each tool returned: a 270M model answers from its results far more often
+    when the question sits next to them.
+    """
+    plain: list[dict[str, Any]] = [{"role": "system", "content": guide}]
+    names: dict[str, str] = {}  # tool call id -> tool name
+    question = ""
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            name = names.get(str(message.get("tool_call_id")), "the tool")
+            line = f"The tool {name} returned: {message.get('content') or ''}"
+            if plain[-1].get("tool_results"):
+                plain[-1]["content"] += "\n" + line
+            else:
+                plain.append({"role": "user", "content": f"{question}{line}", "tool_results": 1})
+        elif role == "assistant" and message.get("tool_calls"):
+            for call in message["tool_calls"]:
+                function = call.get("function") or {}
+                names[str(call.get("id"))] = str(function.get("name"))
+                arguments = function.get("arguments") or "{}"
+                text = f'{{"tool": {json.dumps(function.get("name"))}, "arguments": {arguments}}}'
+                plain.append({"role": "assistant", "content": text})
+        else:
+            if role == "user":
+                question = f"The user asked: {message.get('content') or ''}\n"
+            plain.append(dict(message))
+    for message in plain:
+        if message.pop("tool_results", None):
+            message["content"] += "\nWrite the reply to the user."
+    return plain

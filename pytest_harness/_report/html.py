@@ -1,0 +1,731 @@
+"""The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
+
+Its sections: tribunal runs, agreement, sampled tests, drift, usage, agent runs, simulated
+conversations, calibrations. Its building blocks: escaped text, elements, tables, figures.
+
+Everything in a report comes from tests and models, and model text can hold ``<script>``:
+so markup has its own type. ``Html`` is text that is HTML already, made only here (``text``
+escapes a value into it, ``element`` and ``join`` build from it); anything else given as
+content, a record's string included, is escaped on the way in. A section cannot inject a
+value into the page by forgetting to escape it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_harness._report.text import clip, money, seconds
+
+
+class Html(str):
+    """Text that is HTML already (built by this module); any other value is escaped."""
+
+    __slots__ = ()
+
+
+# Longer text (a judge's reason, a tool's result) shows its first line, opening on a click.
+_FOLD_AT = 160
+
+
+def text(value: Any) -> Html:
+    """``value`` as HTML text, escaped (quotes included); None is empty."""
+    if value is None:
+        return Html("")
+    return Html(html.escape(value if isinstance(value, str) else str(value), quote=True))
+
+
+def markup(value: Any) -> Html:
+    """``value`` as it is when it is ``Html``, else escaped (``text``)."""
+    return value if isinstance(value, Html) else text(value)
+
+
+def join(parts: Iterable[Any], separator: str = "") -> Html:
+    """The parts one after the other (each escaped unless it is ``Html``)."""
+    return Html(text(separator).join(markup(part) for part in parts))
+
+
+def element(name: str, *content: Any, **attributes: Any) -> Html:
+    """``<name ...>content</name>``: content is escaped unless it is ``Html``, and so is
+    every attribute's value.
+
+    ``class_`` is ``class``; underscores become dashes (``data_test`` is ``data-test``); an
+    attribute that is None or False is left out, True is written bare.
+    """
+    written = []
+    for key, value in attributes.items():
+        if value is None or value is False:
+            continue
+        attribute = key.rstrip("_").replace("_", "-")
+        written.append(f" {attribute}" if value is True else f' {attribute}="{text(value)}"')
+    return Html(f"<{name}{''.join(written)}>{join(content)}</{name}>")
+
+
+def cells(*values: Any) -> Html:
+    """A row's ``<td>`` cells (each value escaped unless it is ``Html``)."""
+    return join(element("td", value) for value in values)
+
+
+def table(headers: Sequence[str], body: Iterable[Html], **attributes: Any) -> Html:
+    """A table: a header row, then ``body`` (``<tbody>`` groups or ``<tr>`` rows)."""
+    head = element("thead", element("tr", join(element("th", h) for h in headers)))
+    return element("table", head, join(body), **attributes)
+
+
+def section(key: str, title: str, *content: Html) -> Html:
+    """One section of the page: ``<section id=key>`` with its heading."""
+    return element("section", element("h2", text(title)), *content, id=key)
+
+
+def folded(value: Any) -> Html:
+    """Text shown in full (``.full``); long or multi-line text folds into ``<details>``, its
+    start as the summary, so a table of reasons stays readable."""
+    if value is None or value == "":
+        return Html("")
+    full = value if isinstance(value, str) else str(value)
+    if len(full) <= _FOLD_AT and "\n" not in full:
+        return element("span", full, class_="full")
+    return element(
+        "details", element("summary", clip(full, 100)), element("div", full, class_="full")
+    )
+
+
+def outcome(value: str | None, label: str | None = None) -> Html:
+    """A coloured verdict: pass, fail, error (or a neutral word such as ``none``)."""
+    kind = value if value in ("pass", "fail", "error") else "other"
+    return element("span", text(label or value or "none"), class_=f"outcome {kind}")
+
+
+def vote(passed: bool | None, value: Any = None) -> Html:
+    """A judge's vote: pass or fail, with its value when that is not a plain boolean."""
+    if passed is None:
+        return outcome(None, "none" if value is None else repr(value))
+    word = "pass" if passed else "fail"
+    shown = word if value is None or isinstance(value, bool) else f"{word} ({value!r})"
+    return outcome(word, shown)
+
+
+def percent(value: float | None) -> str:
+    """A share (0..1) as a percentage: ``0.5`` is ``50.0%``; None is ``n/a``."""
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def figure(value: float | None) -> str:
+    """Kappa, accuracy and the like to three places; None (undefined) is ``n/a``."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def count(mapping: Mapping[str, Any] | None, *path: str) -> int:
+    """``mapping[a][b]...`` as a whole number, 0 where a key is missing."""
+    value: Any = mapping or {}
+    for key in path:
+        value = value.get(key, 0) if isinstance(value, Mapping) else 0
+    return value if isinstance(value, int) else 0
+
+
+def entry(
+    kind: str,
+    row: Html,
+    hooks: Mapping[str, Any],
+    *,
+    detail: Html | None = None,
+    width: int = 1,
+) -> Html:
+    """One record of a table: its row and, below it, its details, as one ``<tbody>``.
+
+    The filter box and the failures-only toggle show or hide whole entries, so a row and its
+    details go together. ``hooks`` become ``data-*`` attributes of the entry and of the row
+    (``test``, ``outcome``, ...): what the page's script and the tests read.
+    """
+    data = {f"data_{key}": value for key, value in hooks.items()}
+    rows = [element("tr", row, class_=kind, **data)]
+    if detail:
+        rows.append(element("tr", element("td", detail, colspan=width), class_="detail"))
+    return element("tbody", *rows, class_="entry", **data)
+
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+def tribunals(records: Rows) -> Html:
+    """Every tribunal run, each with its judges' votes, reasons and costs, and its errors."""
+    headers = ["test", "tribunal", "verdict", "votes", "tokens", "cost", "time"]
+    body = []
+    for r in records:
+        name = r.get("tribunal")
+        if r.get("sample") is not None:
+            name = f"{name} (sample {r['sample']})"
+        row = cells(
+            r.get("test"),
+            name,
+            outcome(r.get("outcome")),
+            f"{r.get('votes_passed', 0)}/{r.get('votes_cast', 0)}",
+            r.get("tokens", 0),
+            money(r.get("cost")),
+            seconds(r.get("time")),
+        )
+        hooks = {"test": r.get("test"), "tribunal": r.get("tribunal"), "outcome": r.get("outcome")}
+        detail = _run_detail(r)
+        body.append(entry("tribunal-run", row, hooks, detail=detail, width=len(headers)))
+    return section("tribunals", "Tribunal runs", table(headers, body, class_="runs"))
+
+
+def _run_detail(record: Mapping[str, Any]) -> Html:
+    """Under a run: its rule and value, the judges' votes, the judges that failed."""
+    parts = []
+    if record.get("rule") is not None or record.get("value") is not None:
+        line = f"rule: {record.get('rule') or '-'}; value: {record.get('value')!r}"
+        parts.append(element("p", line, class_="rule"))
+    votes = record.get("votes") or []
+    if votes:
+        headers = ["judge", "model", "vote", "reason", "time", "tokens", "cost"]
+        rows = [
+            element(
+                "tr",
+                cells(
+                    v.get("agent"),
+                    v.get("model") or "",
+                    vote(v.get("passed"), v.get("vote")),
+                    folded(v.get("reason")),
+                    seconds(v.get("time")),
+                    v.get("tokens", 0),
+                    money(v.get("cost")),
+                ),
+                class_="judge",
+                data_judge=v.get("agent"),
+                data_vote=_vote_word(v.get("passed")),
+            )
+            for v in votes
+        ]
+        parts.append(table(headers, [element("tbody", *rows)], class_="judges"))
+    errors = record.get("errors") or []
+    if errors:
+        items = [
+            element(
+                "li",
+                element("b", e.get("agent")),
+                ": ",
+                folded(e.get("error")),
+                class_="judge-error",
+                data_judge=e.get("agent"),
+            )
+            for e in errors
+        ]
+        parts.append(element("ul", *items, class_="errors"))
+    return join(parts)
+
+
+def agreement(rows: Rows) -> Html:
+    """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
+    body = [
+        element(
+            "tr",
+            cells(
+                r.get("tribunal"),
+                r.get("runs", 0),
+                "n/a" if r.get("percent_agreement") is None else f"{r['percent_agreement']:.1f}%",
+                figure(r.get("fleiss_kappa")),
+            ),
+            class_="agreement",
+            data_tribunal=r.get("tribunal"),
+        )
+        for r in rows
+    ]
+    headers = ["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"]
+    return section("agreement", "Agreement among judges", table(headers, body))
+
+
+def samples(records: Rows) -> Html:
+    """Sampled tests: passes of N, the rate and its 95% interval, the rate needed, failures."""
+    headers = ["test", "passed", "rate", "95% interval", "needs", "outcome"]
+    body = []
+    for r in records:
+        ran = r.get("ran", r.get("samples", 0))
+        low, high = [*(r.get("interval") or []), None, None][:2]
+        row = cells(
+            r.get("test"),
+            f"{r.get('passes', 0)}/{ran}",
+            percent(r.get("pass_rate")),
+            f"{percent(low)} - {percent(high)}",
+            percent(r.get("required")),
+            outcome(r.get("outcome")),
+        )
+        failures = [
+            element(
+                "li",
+                element("b", f"sample {f.get('sample')}"),
+                ": ",
+                folded(f.get("reason")),
+                class_="failed-sample",
+                data_sample=f.get("sample"),
+            )
+            for f in r.get("failures") or []
+        ]
+        detail = element("ul", *failures, class_="failures") if failures else None
+        hooks = {"test": r.get("test"), "outcome": r.get("outcome")}
+        body.append(entry("sampled-test", row, hooks, detail=detail, width=len(headers)))
+    return section("samples", "Sampled tests", table(headers, body))
+
+
+def drift(rows: Rows) -> Html:
+    """Verdicts that flipped since the previous recording, and the judges whose votes did."""
+    headers = ["test", "tribunal", "verdict", "judges whose votes changed", "cassette"]
+    body = []
+    for r in rows:
+        name = r.get("key") or r.get("tribunal")
+        if r.get("sample") is not None:
+            name = f"{name} (sample {r['sample']})"
+        old, new = r.get("old"), r.get("new")
+        change = join(
+            [
+                outcome(old, old or "new run"),
+                element("span", " -> ", class_="arrow"),
+                outcome(new, new or "gone"),
+            ]
+        )
+        judges = [
+            element(
+                "li",
+                element("b", j.get("judge")),
+                ": ",
+                vote(j.get("old")),
+                " -> ",
+                vote(j.get("new")),
+                class_="changed-vote",
+                data_judge=j.get("judge"),
+            )
+            for j in r.get("judges") or []
+        ]
+        row = cells(r.get("test"), name, change, element("ul", *judges), r.get("cassette"))
+        hooks = {"test": r.get("test"), "tribunal": r.get("tribunal"), "outcome": new or "gone"}
+        body.append(entry("drift", row, {**hooks, "old": old or "none", "new": new or "none"}))
+    return section("drift", "Verdict drift since the previous recording", table(headers, body))
+
+
+def usage(rows: Rows) -> Html:
+    """Per test: model calls, tokens and cost; then the session's total."""
+    body = [
+        element(
+            "tr",
+            cells(r.get("test"), r.get("calls", 0), r.get("tokens", 0), money(r.get("cost"))),
+            class_="usage",
+            data_test=r.get("test"),
+        )
+        for r in rows
+    ]
+    costs = [r["cost"] for r in rows if r.get("cost") is not None]
+    total = cells(
+        "total",
+        sum(r.get("calls", 0) for r in rows),
+        sum(r.get("tokens", 0) for r in rows),
+        money(sum(costs) if costs else None),
+    )
+    foot = element("tfoot", element("tr", total, class_="usage-total"))
+    return section(
+        "usage", "Model usage", table(["test", "calls", "tokens", "cost"], [*body, foot])
+    )
+
+
+def _vote_word(passed: bool | None) -> str:
+    return "none" if passed is None else ("pass" if passed else "fail")
+
+
+def runs(records: Rows) -> Html:
+    """Orchestrator runs: tools, requests, why they stopped, events, spend; then their steps."""
+    headers = ["test", "tools", "tool errors", "requests", "stop", "events", "tokens", "cost"]
+    headers.append("time")
+    body = []
+    for r in records:
+        events = r.get("events") or {}
+        row = cells(
+            r.get("test"),
+            ", ".join(r.get("tools") or []) or "-",
+            r.get("tool_errors", 0),
+            r.get("requests", 0),
+            r.get("stop_reason"),
+            ", ".join(f"{kind} x{n}" for kind, n in events.items()) or "-",
+            r.get("tokens", 0),
+            money(r.get("cost")),
+            seconds(r.get("time")),
+        )
+        detail = _steps(r.get("steps") or [])
+        hooks = {"test": r.get("test"), "outcome": "info", "stop": r.get("stop_reason")}
+        body.append(entry("agent-run", row, hooks, detail=detail, width=len(headers)))
+    return section("runs", "Agent runs", table(headers, body))
+
+
+def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
+    """A run's tool calls in order: the request that made each, its arguments, what came back."""
+    if not steps:
+        return None
+    rows = []
+    for step in steps:
+        failed = step.get("error") is not None
+        result = step.get("error") if failed else step.get("result")
+        rows.append(
+            element(
+                "tr",
+                cells(
+                    step.get("request"),
+                    step.get("tool"),
+                    folded(_plain(step.get("arguments"))),
+                    element("div", folded(_plain(result)), class_="error" if failed else None),
+                ),
+                class_="step",
+                data_tool=step.get("tool"),
+                data_outcome="error" if failed else "pass",
+            )
+        )
+    headers = ["request", "tool", "arguments", "result"]
+    return table(headers, [element("tbody", *rows)], class_="steps")
+
+
+def transcripts(records: Rows) -> Html:
+    """Simulated conversations: persona, goal, how they ended; then every turn."""
+    headers = ["test", "persona", "goal", "turns", "stopped by", "reason"]
+    body = []
+    for r in records:
+        turns = r.get("turns") or []
+        row = cells(
+            r.get("test"),
+            folded(r.get("persona")),
+            folded(r.get("goal")),
+            len(turns),
+            r.get("stopped_by"),
+            folded(r.get("reason")),
+        )
+        said = [
+            element(
+                "li",
+                element("b", turn.get("role")),
+                ": ",
+                folded(_plain(turn.get("content"))),
+                class_="turn",
+                data_role=turn.get("role"),
+            )
+            for turn in turns
+        ]
+        detail = element("ol", *said, class_="turns") if said else None
+        hooks = {"test": r.get("test"), "outcome": "info", "stopped_by": r.get("stopped_by")}
+        body.append(entry("transcript", row, hooks, detail=detail, width=len(headers)))
+    return section("transcripts", "Simulated conversations", table(headers, body))
+
+
+def _plain(value: Any) -> str | None:
+    """A step's or turn's value as text: strings as they are, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, sort_keys=True, default=repr)
+    except ValueError:
+        return repr(value)
+
+
+def calibrations(records: Rows) -> Html:
+    """Every calibration of the session, one ``<article>`` each."""
+    return section("calibrations", "Judge calibration", *(_calibration(r) for r in records))
+
+
+def _calibration(record: Mapping[str, Any]) -> Html:
+    verdict = record.get("outcome")
+    title = element(
+        "h3",
+        element("span", record.get("test"), class_="test"),
+        " · ",
+        element("span", record.get("tribunal"), class_="tribunal"),
+        " ",
+        outcome(verdict) if verdict else "",
+    )
+    about = (
+        f"{record.get('items', 0)} labelled items from {record.get('source') or 'a list'}; "
+        f"a judge is flagged above a flip rate of {percent(record.get('max_flip_rate'))}"
+    )
+    parts = [title, element("p", about, class_="about"), _scores(record)]
+    shared = record.get("agreement") or {}
+    if shared:
+        agreed = shared.get("percent_agreement")
+        line = (
+            "agreement among the judges: "
+            + ("n/a" if agreed is None else f"{agreed:.1f}%")
+            + f", Fleiss' kappa {figure(shared.get('fleiss_kappa'))}"
+        )
+        parts.append(element("p", line, class_="calibration-agreement"))
+    if record.get("probes"):
+        parts.append(_probes(record["probes"]))
+    flagged = record.get("flagged") or []
+    if flagged:
+        line = "flagged by the bias probes: " + ", ".join(str(name) for name in flagged)
+        parts.append(element("p", line, class_="flagged-judges"))
+    failures = [element("li", folded(f)) for f in record.get("failures") or []]
+    if failures:
+        parts.append(element("ul", *failures, class_="failures"))
+    return element(
+        "article",
+        *parts,
+        class_="entry calibration",
+        data_test=record.get("test"),
+        data_tribunal=record.get("tribunal"),
+        data_outcome=verdict or ("fail" if flagged else "info"),
+    )
+
+
+def _scores(record: Mapping[str, Any]) -> Html:
+    """Per judge, then the panel: scored, no verdict, accuracy, kappa, TP/FN/FP/TN."""
+    rows = [
+        _score_row(judge.get("judge"), judge, kind="judge-score")
+        for judge in record.get("judges") or []
+    ]
+    rows.append(_score_row("panel", record.get("panel") or {}, kind="panel-score"))
+    headers = ["judge", "scored", "no verdict", "accuracy", "kappa", "TP", "FN", "FP", "TN"]
+    return table(headers, [element("tbody", *rows)], class_="scores")
+
+
+def _score_row(name: Any, score: Mapping[str, Any], *, kind: str) -> Html:
+    confusion = score.get("confusion")
+    missing = list(score.get("no_verdict") or [])
+    return element(
+        "tr",
+        cells(
+            name,
+            score.get("scored", 0),
+            f"{len(missing)} ({', '.join(map(str, missing))})" if missing else 0,
+            percent(score.get("accuracy")),
+            figure(score.get("kappa")),
+            count(confusion, "pass", "pass"),
+            count(confusion, "pass", "fail"),
+            count(confusion, "fail", "pass"),
+            count(confusion, "fail", "fail"),
+        ),
+        class_=kind,
+        data_judge=name,
+    )
+
+
+def _probes(probes: Sequence[Mapping[str, Any]]) -> Html:
+    """Each judge under each probe: flips of applicable items, the rate, the flipped items."""
+    rows = [
+        element(
+            "tr",
+            cells(
+                p.get("judge"),
+                p.get("probe"),
+                f"{p.get('flips', 0)}/{p.get('applicable', 0)}",
+                percent(p.get("rate")),
+                outcome("fail", "flagged") if p.get("flagged") else "no",
+                ", ".join(str(item) for item in p.get("items") or []) or "-",
+            ),
+            class_="probe flagged" if p.get("flagged") else "probe",
+            data_judge=p.get("judge"),
+            data_probe=p.get("probe"),
+        )
+        for p in probes
+    ]
+    headers = ["judge", "probe", "flips", "flip rate", "flagged", "items that flipped"]
+    return table(headers, [element("tbody", *rows)], class_="probes")
+
+
+# In the page's order: (key of data, its section).
+_SECTIONS: tuple[tuple[str, Callable[[Rows], Html]], ...] = (
+    ("tribunals", tribunals),
+    ("agreement", agreement),
+    ("samples", samples),
+    ("calibrations", calibrations),
+    ("drift", drift),
+    ("runs", runs),
+    ("transcripts", transcripts),
+    ("usage", usage),
+)
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 1.5rem 3rem; color: #1d1d1f; }
+header { position: sticky; top: 0; background: #fff; padding: .8rem 0 .5rem;
+  border-bottom: 1px solid #ddd; z-index: 1; }
+h1 { font-size: 1.3rem; margin: 0 0 .4rem; }
+h2 { font-size: 1.1rem; margin: 2rem 0 .6rem; }
+h3 { font-size: 1rem; margin: 1.2rem 0 .3rem; }
+nav a { margin-right: .8rem; }
+.controls { margin-top: .4rem; }
+.controls input[type=search] { width: 22rem; padding: .2rem .4rem; }
+.counts { display: flex; flex-wrap: wrap; gap: .5rem; list-style: none; padding: 0; }
+.count { border: 1px solid #ddd; border-radius: 6px; padding: .4rem .7rem; }
+.count .number { font-size: 1.2rem; font-weight: 600; margin-right: .3rem; }
+.count .split { display: block; color: #666; font-size: .85rem; }
+table { border-collapse: collapse; margin: .3rem 0; }
+th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left;
+  vertical-align: top; }
+th { background: #f4f4f6; }
+tr.detail > td { background: #fafafa; padding: .4rem .8rem .6rem 1.6rem; }
+.full { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 60rem; }
+details > summary { cursor: pointer; }
+details[open] > summary { color: #666; }
+.outcome { border-radius: 4px; padding: 0 .35rem; font-weight: 600; }
+.outcome.pass { background: #dff3e2; color: #0f5c1d; }
+.outcome.fail { background: #fbe0e0; color: #8a1010; }
+.outcome.error { background: #fdf0d2; color: #7a4b00; }
+.outcome.other { background: #eee; color: #444; }
+tr.probe.flagged td { background: #fbe0e0; }
+.error { color: #8a1010; }
+ul.errors, ul.failures, ol.turns { margin: .3rem 0; padding-left: 1.2rem; }
+td ul { margin: 0; padding-left: 1rem; }
+#shown { margin-left: 1rem; color: #666; }
+tr.panel-score td { font-weight: 600; }
+[hidden] { display: none !important; }
+"""
+
+_SCRIPT = """
+(function () {
+  var filter = document.getElementById("filter");
+  var failing = document.getElementById("failures-only");
+  var shown = document.getElementById("shown");
+  var entries = Array.prototype.slice.call(document.querySelectorAll(".entry"));
+  function apply() {
+    var words = filter.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var visible = 0;
+    entries.forEach(function (entry) {
+      var outcome = entry.getAttribute("data-outcome");
+      var said = entry.textContent.toLowerCase();
+      var keep = (!failing.checked || outcome === "fail" || outcome === "error") &&
+        words.every(function (word) { return said.indexOf(word) !== -1; });
+      entry.hidden = !keep;
+      visible += keep ? 1 : 0;
+    });
+    shown.textContent = visible + " of " + entries.length + " shown";
+  }
+  filter.addEventListener("input", apply);
+  failing.addEventListener("change", apply);
+  apply();
+})();
+"""
+
+_TITLE = "pytest-harness report"
+
+
+def render(data: Mapping[str, Any]) -> str:
+    """The report page for the session's records ``data`` (the JSON report's dict)."""
+    sections = [show(data.get(key) or []) for key, show in _SECTIONS if data.get(key)]
+    recorded = any(data.get(key) for key, _ in _SECTIONS if key != "agreement")
+    if not recorded:
+        body = join([_header(None), _nothing()])
+        return _document(body, script=False)
+    body = join([_header(data), _summary(data), *sections])
+    return _document(body, script=True)
+
+
+def write_html(path: Path, data: Mapping[str, Any]) -> None:
+    """Write the report page to ``path`` at once (a temporary file, then a rename), so a
+    reader never sees half a page; the folder is created when missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(render(data), encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _document(body: Html, *, script: bool) -> str:
+    """The whole page: the policy that keeps it offline, its style, the body, its script."""
+    scripts = _digest(_SCRIPT) if script else "'none'"
+    policy = (
+        "default-src 'none'; base-uri 'none'; form-action 'none'; img-src data:; "
+        f"style-src {_digest(_STYLE)}; script-src {scripts}"
+    )
+    head = join(
+        [
+            Html('<meta charset="utf-8">'),
+            Html(f'<meta http-equiv="Content-Security-Policy" content="{text(policy)}">'),
+            Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+            element("title", _TITLE),
+            element("style", Html(_STYLE)),
+        ]
+    )
+    ending = element("script", Html(_SCRIPT)) if script else ""
+    page = element("html", element("head", head), element("body", body, ending), lang="en")
+    return f"<!DOCTYPE html>\n{page}\n"
+
+
+def _digest(source: str) -> str:
+    """A CSP source naming inline text by its SHA-256 hash."""
+    hashed = base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode("ascii")
+    return f"'sha256-{hashed}'"
+
+
+def _header(data: Mapping[str, Any] | None) -> Html:
+    """The title; with records, links to the sections and the filter and failures-only box."""
+    parts = [element("h1", _TITLE)]
+    if data is not None:
+        links = [element("a", key, href=f"#{key}") for key, _ in _SECTIONS if data.get(key)]
+        parts.append(element("nav", *links))
+        controls = [
+            Html('<input id="filter" type="search" placeholder="filter: words in a row">'),
+            " ",
+            element("label", Html('<input id="failures-only" type="checkbox">'), " failures only"),
+            " ",
+            element("span", "", id="shown"),
+        ]
+        parts.append(element("div", *controls, class_="controls"))
+    return element("header", *parts)
+
+
+def _nothing() -> Html:
+    said = (
+        "Nothing recorded: no tribunal ran, no test was sampled, no judge calibrated, "
+        "no agent run or conversation finished and no model was called."
+    )
+    return element("section", element("p", said), id="empty")
+
+
+def _summary(data: Mapping[str, Any]) -> Html:
+    """The session at a glance: how many of each record, and how many failed."""
+    tribunals = data.get("tribunals") or []
+    samples = data.get("samples") or []
+    calibrations = data.get("calibrations") or []
+    usage = data.get("usage") or []
+    flagged = sorted({str(n) for c in calibrations for n in c.get("flagged") or []})
+    costs = [u["cost"] for u in usage if u.get("cost") is not None]
+    counts = [
+        ("tribunals", len(tribunals), "tribunal runs", _split(tribunals, "outcome")),
+        ("samples", len(samples), "sampled tests", _split(samples, "outcome")),
+        ("calibrations", len(calibrations), "calibrations", _named("flagged", flagged)),
+        ("drift", len(data.get("drift") or []), "verdicts flipped", ""),
+        ("runs", len(data.get("runs") or []), "agent runs", ""),
+        ("transcripts", len(data.get("transcripts") or []), "conversations", ""),
+        ("usage", sum(u.get("calls", 0) for u in usage), "model calls", _spend(usage, costs)),
+    ]
+    items = [
+        element(
+            "li",
+            element("span", number, class_="number"),
+            label,
+            element("span", split, class_="split") if split else "",
+            class_="count",
+            data_key=key,
+            data_count=number,
+        )
+        for key, number, label, split in counts
+        if number
+    ]
+    return element("section", element("ul", *items, class_="counts"), id="summary")
+
+
+def _split(records: Rows, key: str) -> str:
+    """``"2 pass, 1 fail"``: how many records have each value of ``key``."""
+    seen: dict[str, int] = {}
+    for record in records:
+        seen[str(record.get(key))] = seen.get(str(record.get(key)), 0) + 1
+    return ", ".join(f"{n} {value}" for value, n in sorted(seen.items()))
+
+
+def _named(label: str, names: Sequence[str]) -> str:
+    return f"{label}: {', '.join(names)}" if names else ""
+
+
+def _spend(usage: Rows, costs: Sequence[float]) -> str:
+    tokens = sum(u.get("tokens", 0) for u in usage)
+    return f"{tokens} tokens" + (f", {money(sum(costs))}" if costs else "")

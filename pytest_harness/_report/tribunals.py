@@ -1,0 +1,141 @@
+"""What tribunals report: the failure message, per-run records, the session's tables.
+
+A record is the plain-data (JSON) account of one tribunal run in one test. The plugin stores
+each record in the test's ``user_properties``: pytest-xdist sends those from the workers to
+the controller and JUnit XML writes them, so one mechanism serves the session table, the
+JSON and HTML reports (``session_report``) and the JUnit properties, with or without workers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from pytest_harness._report.text import money, seconds, tabulate
+from pytest_harness._stats import fleiss_kappa, percent_agreement
+from pytest_harness.errors import describe
+
+if TYPE_CHECKING:
+    from pytest_harness.tribunal import Verdict
+
+RECORD_PROPERTY = "harness_tribunal"
+
+
+def record(
+    tribunal: Any, error: BaseException | None, test: str | None, *, sample: int | None = None
+) -> dict[str, Any]:
+    """The JSON-ready account of one finished (or failed) tribunal run (``sample``: its
+    sample's number in a sampled test)."""
+    from pytest_harness._agent import totals
+
+    verdict: Verdict | None = tribunal.verdict
+    votes = list(verdict.votes) if verdict is not None else []
+    errors = [{"agent": e["agent"], "error": describe(e["error"])} for e in tribunal.errors]
+    if verdict is None and not errors and error is not None:
+        errors = [{"agent": tribunal.name, "error": describe(error)}]
+    usage, cost = totals(tribunal.results)
+    return {
+        "test": test,
+        "tribunal": tribunal.name,
+        "outcome": "error" if verdict is None else ("pass" if verdict else "fail"),
+        "value": _plain(verdict.value) if verdict is not None else None,
+        "rule": verdict.rule if verdict is not None else None,
+        "judges": len(tribunal.agents),
+        "votes": [{**asdict(v), "vote": _plain(v.vote)} for v in votes],
+        "votes_passed": sum(1 for v in votes if v.passed),
+        "votes_cast": len(votes),
+        "errors": errors,
+        "agreement": verdict.agreement if verdict is not None else None,
+        "tokens": usage.total_tokens if usage is not None else 0,
+        "cost": cost,
+        "time": tribunal.execution_time,
+        "sample": sample,
+    }
+
+
+def junit_properties(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The test's JUnit XML properties for one tribunal run (the full record comes first).
+
+    The test's tokens and cost, its tribunals' included, are the test's own properties
+    (``spend.junit_properties``).
+    """
+    return [
+        (RECORD_PROPERTY, json.dumps(data, sort_keys=True)),
+        ("harness_verdict", f"{data['tribunal']}: {data['outcome']}"),
+        ("harness_votes", f"{data['votes_passed']}/{data['votes_cast']}"),
+    ]
+
+
+def records_in(
+    properties: Iterable[tuple[str, object]], kind: str = RECORD_PROPERTY
+) -> list[dict[str, Any]]:
+    """The records of ``kind`` (tribunal runs by default) in a report's ``user_properties``."""
+    found = []
+    for name, value in properties:
+        if name == kind and isinstance(value, str):
+            found.append(json.loads(value))
+    return found
+
+
+def session_table(records: Sequence[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            r["test"],
+            r["tribunal"],
+            r["outcome"],
+            f"{r['votes_passed']}/{r['votes_cast']}",
+            len(r["errors"]),
+            r["tokens"],
+            money(r["cost"]),
+            seconds(r["time"]),
+        ]
+        for r in records
+    ]
+    headers = ["test", "tribunal", "verdict", "votes", "errors", "tokens", "cost", "time"]
+    return tabulate(rows, headers=headers)
+
+
+def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
+    by_tribunal: dict[str, list[list[bool]]] = {}
+    for r in records:
+        votes = [bool(v["passed"]) for v in r["votes"] if v["passed"] is not None]
+        by_tribunal.setdefault(r["tribunal"], [])
+        if len(votes) >= 2:
+            by_tribunal[r["tribunal"]].append(votes)
+    rows = []
+    for name, runs in sorted(by_tribunal.items()):
+        shares = [percent_agreement(run) or 0.0 for run in runs]
+        rows.append(
+            {
+                "tribunal": name,
+                "runs": len(runs),
+                "percent_agreement": 100 * sum(shares) / len(shares) if shares else None,
+                "fleiss_kappa": fleiss_kappa(runs),
+            }
+        )
+    return rows
+
+
+def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    shown = [
+        [
+            row["tribunal"],
+            row["runs"],
+            "n/a" if row["percent_agreement"] is None else f"{row['percent_agreement']:.1f}%",
+            "n/a" if row["fleiss_kappa"] is None else f"{row['fleiss_kappa']:.3f}",
+        ]
+        for row in rows
+    ]
+    return tabulate(shown, headers=["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"])
+
+
+def _plain(value: Any) -> Any:
+    """``value`` if JSON can hold it, else its repr."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value

@@ -1,0 +1,208 @@
+"""Sampled tests: one test body run N times, passed when enough of the runs pass.
+
+``@pytest.mark.harness(samples=20, pass_rate=0.9)`` runs the test's body 20 times (its
+fixtures are set up once, for all of them) and passes when at least 90% of the runs pass.
+The outcome carries its uncertainty: passes/N with a 95% Wilson score interval, in the
+test's report line, the session table, the JSON report and the JUnit properties.
+
+In live mode each sample's requests are recorded anew, so a cassette holds N recordings of
+the same request; in replay they play back in recorded order, one per sample.
+
+A failing sample (an assertion, a failing verdict, any exception, a bad model response the
+application received) counts against the rate; what is the test's set-up rather than the
+feature's behaviour (a cassette miss, a blocked connection, a wrong harness setting) stops
+the sampling at once and fails the test as it would unsampled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_harness._report.text import clip, tabulate
+from pytest_harness.errors import (
+    CassetteError,
+    CassetteMiss,
+    ConfigError,
+    LocalModelError,
+    NetworkBlocked,
+    find_cause,
+)
+
+SAMPLES_PROPERTY = "harness_samples"
+LINE_PROPERTY = "harness_pass_rate"
+Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
+# Not the feature's fault: the test cannot run as written, so sampling stops.
+_SETUP_ERRORS = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)
+
+
+def wilson(passes: int, count: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a pass rate (95% by default), as ``(low, high)``.
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or N passes.
+    """
+    if count <= 0:
+        return 0.0, 1.0
+    rate = passes / count
+    spread = z * z / count
+    centre = (rate + spread / 2) / (1 + spread)
+    half = z * math.sqrt(rate * (1 - rate) / count + spread / (4 * count)) / (1 + spread)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def required(pass_rate: float, count: int) -> int:
+    """The fewest passing samples of ``count`` that reach ``pass_rate``."""
+    return max(0, math.ceil(round(pass_rate * count, 9)))
+
+
+@dataclass(frozen=True, slots=True)
+class SampleFailure:
+    """One failed sample: its number (from 1), its first line, and its full account."""
+
+    sample: int
+    line: str
+    full: str
+
+
+@dataclass(eq=False)
+class Sampling:
+    """The samples of one test and how they went.
+
+    Attributes:
+        count: samples to run.
+        pass_rate: the share of them that must pass.
+        ran: samples run so far.
+        failures: the failed ones, in order.
+    """
+
+    count: int
+    pass_rate: float
+    ran: int = 0
+    failures: list[SampleFailure] = field(default_factory=list)
+
+    @property
+    def passes(self) -> int:
+        return self.ran - len(self.failures)
+
+    @property
+    def passed(self) -> bool:
+        return self.ran == self.count and self.passes >= required(self.pass_rate, self.count)
+
+    def run(
+        self,
+        once: Callable[[], object],
+        *,
+        starting: Callable[[int], None],
+        problem: Callable[[], str | None],
+        explain: Callable[[BaseException], str],
+    ) -> None:
+        """Run ``once`` for each sample; fail (``pytest.fail``) when the rate is not reached.
+
+        Args:
+            once: the test body.
+            starting: told each sample's number before it runs.
+            problem: after a sample that raised nothing, why it failed anyway (a bad model
+                response the application received), or None.
+            explain: the full account of a sample's exception (pytest's failure report).
+        """
+        for number in range(1, self.count + 1):
+            starting(number)
+            try:
+                once()
+            except (pytest.skip.Exception, pytest.xfail.Exception):
+                raise  # skipping or xfailing one sample says so of the test
+            except Exception as error:  # any failure is the sample's
+                if find_cause(error, _SETUP_ERRORS) is not None:
+                    raise
+                self._failed(number, error, explain)
+            except pytest.fail.Exception as error:
+                self._failed(number, error, explain)
+            else:
+                found = problem()
+                if found is not None:
+                    self.failures.append(SampleFailure(number, found.splitlines()[0], found))
+            self.ran = number
+        if not self.passed:
+            pytest.fail(self.failure_message(), pytrace=False)
+
+    def _failed(
+        self, number: int, error: BaseException, explain: Callable[[BaseException], str]
+    ) -> None:
+        first = (str(error).strip().splitlines() or [""])[0]
+        line = f"{type(error).__name__}: {first}" if first else type(error).__name__
+        full = explain(error) if not self.failures else ""  # only the first is shown in full
+        self.failures.append(SampleFailure(number, line, full))
+
+    def summary(self) -> str:
+        """``"7/10 passed (70%, 95% CI 40%-89%), needs 8"``."""
+        low, high = wilson(self.passes, self.ran)
+        rate = self.passes / self.ran if self.ran else 0.0
+        return (
+            f"{self.passes}/{self.ran} passed ({_percent(rate)}, 95% CI "
+            f"{_percent(low)}-{_percent(high)}), needs {required(self.pass_rate, self.count)}"
+        )
+
+    def failure_message(self) -> str:
+        """Why a sampled test failed: the rate, the first failure in full, the others briefly."""
+        lines = [
+            f"pytest-harness: {self.summary()} of {self.count} (pass_rate={self.pass_rate:g}).",
+            "Failed samples: " + ", ".join(str(f.sample) for f in self.failures) + ".",
+        ]
+        if self.failures:
+            first = self.failures[0]
+            lines += ["", f"sample {first.sample} failed:", first.full or first.line]
+        if len(self.failures) > 1:
+            lines += [""] + [f"sample {f.sample}: {clip(f.line, 200)}" for f in self.failures[1:]]
+        return "\n".join(lines)
+
+    def record(self, test: str) -> dict[str, Any]:
+        """The JSON-ready account: the JUnit property, the session table's row."""
+        low, high = wilson(self.passes, self.ran)
+        return {
+            "test": test,
+            "samples": self.count,
+            "ran": self.ran,
+            "passes": self.passes,
+            "pass_rate": self.passes / self.ran if self.ran else None,
+            "required": self.pass_rate,
+            "interval": [round(low, 6), round(high, 6)],
+            "outcome": "pass" if self.passed else "fail",
+            "failures": [{"sample": f.sample, "reason": f.line} for f in self.failures],
+        }
+
+    def junit_properties(self, test: str) -> list[tuple[str, str]]:
+        return [
+            (SAMPLES_PROPERTY, json.dumps(self.record(test), sort_keys=True)),
+            (LINE_PROPERTY, self.summary()),
+        ]
+
+
+def samples_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """The session's sampled tests: passes/N, rate, interval, what was needed, first failure."""
+    rows = []
+    for r in records:
+        low, high = r["interval"]
+        failures = r["failures"]
+        first = f"#{failures[0]['sample']}: {failures[0]['reason']}" if failures else "-"
+        rows.append(
+            [
+                r["test"],
+                f"{r['passes']}/{r['ran']}",
+                _percent(r["pass_rate"] or 0.0),
+                f"{_percent(low)}-{_percent(high)}",
+                _percent(r["required"]),
+                r["outcome"],
+                clip(first, 60),
+            ]
+        )
+    headers = ["test", "passed", "rate", "95% CI", "needs", "outcome", "first failure"]
+    return tabulate(rows, headers=headers)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%".replace(".0%", "%")

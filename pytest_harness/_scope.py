@@ -1,0 +1,125 @@
+"""What is in force for model calls right now: the current test's scope, as plain data.
+
+The plugin activates a ``Scope`` around each phase of a test; the model seam and everything
+built on it read it with ``current()``. A plain module global rather than a ContextVar: a
+test may call the model from a worker thread, which would not inherit a ContextVar, and
+pytest runs one test at a time per process.
+
+Features report what happened through one list, ``Scope.listeners``: ``emit(topic,
+payload)`` calls each listener with both. Topics:
+
+- ``"response"``: a ``ModelResponse`` that passed the degenerate-output check;
+- ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None);
+- ``"run"``: an orchestrator ``Run`` that ended (whatever its stop reason).
+
+``seam_call()`` marks the HTTP traffic of a model seam call (a ContextVar: it belongs to
+the call, in whatever thread or task makes it), so the test's traffic watch leaves to the
+seam the responses the seam checks itself.
+
+Nothing is imported here beyond the standard library: the plugin uses it in every test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from pytest_harness._settings import DegenerateMode
+
+Listener: TypeAlias = Callable[[str, Any], None]
+
+
+class CallHook(Protocol):
+    """Call-time behaviour around the model seam (the embedded-model route, the cassette).
+
+    ``prepare`` may change the litellm keyword arguments of a call before it is made;
+    ``translate`` may replace an exception the call raised by a clearer one (or return None).
+    """
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]: ...
+
+    def translate(self, error: BaseException) -> BaseException | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    """What governs model calls in the current test (or outside any test).
+
+    Attributes:
+        degenerate: what to do with an invalid or degenerate response.
+        model: when set, replaces the model every call asks for.
+        retries: when set, the provider SDK's retry count (0 in replay: a miss must not hide
+            behind retries).
+        timeout: per-call HTTP timeout in seconds, unless the call passes its own.
+        replay: whether model calls are answered from cassettes only (no recording): what
+            a retry would ask again is what was recorded, so retrying is pointless.
+        test_id: the pytest node id of the running test, for messages.
+        listeners: called as ``listener(topic, payload)`` by ``emit``.
+        call_hooks: call-time behaviour, applied in order (embedded-model route, cassette).
+    """
+
+    degenerate: DegenerateMode = "fail"
+    model: str | None = None
+    retries: int | None = None
+    timeout: float | None = None
+    replay: bool = False
+    test_id: str | None = None
+    listeners: tuple[Listener, ...] = ()
+    call_hooks: tuple[CallHook, ...] = ()
+
+
+_current = Scope()
+
+
+def current() -> Scope:
+    """The scope in force now."""
+    return _current
+
+
+@contextmanager
+def activate(scope: Scope) -> Iterator[Scope]:
+    """Make ``scope`` the one in force until the block ends."""
+    global _current
+    previous, _current = _current, scope
+    try:
+        yield scope
+    finally:
+        _current = previous
+
+
+@contextmanager
+def override(**changes: Any) -> Iterator[Scope]:
+    """Change some fields of the scope in force until the block ends.
+
+    Example: ``with override(degenerate="off"): complete(...)``.
+    """
+    with activate(replace(_current, **changes)) as scope:
+        yield scope
+
+
+def emit(topic: str, payload: Any) -> None:
+    """Tell every listener of the scope in force that ``topic`` happened."""
+    for listener in _current.listeners:
+        listener(topic, payload)
+
+
+_seam_call: ContextVar[bool] = ContextVar("pytest_harness_seam_call", default=False)
+
+
+@contextmanager
+def seam_call() -> Iterator[None]:
+    """Mark the HTTP traffic of the block as the model seam's own (it checks its responses)."""
+    token = _seam_call.set(True)
+    try:
+        yield
+    finally:
+        _seam_call.reset(token)
+
+
+def in_seam_call() -> bool:
+    """Whether the running code is inside a model seam call (``seam_call``)."""
+    return _seam_call.get()

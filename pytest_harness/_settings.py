@@ -1,0 +1,308 @@
+"""Settings: the command line, the ``harness`` marker and the ini file, resolved once.
+
+Precedence, everywhere: command line, then marker, then ini, then default. The session-wide
+part is resolved here, in ``pytest_configure``, into ``Settings``; the per-test part (the
+``harness`` marker's arguments) is applied by ``apply`` when the test starts.
+
+This module is imported at every pytest start-up, so it is kept cheap: ``Settings`` is a
+``NamedTuple`` (a frozen dataclass costs about 1 ms to create; this is read-only all the
+same) and the errors module is imported only to raise.
+
+The ``harness`` marker's arguments are checked here too (``arguments``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypeVar
+
+import pytest
+
+from pytest_harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_harness.errors import ConfigError
+
+RecordMode: TypeAlias = Literal["none", "new", "all"]
+RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
+DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
+DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
+CaptureMode: TypeAlias = Literal["harness", "all"]
+CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
+_Option = TypeVar("_Option", bound=str)
+
+
+class Settings(NamedTuple):
+    """The session's harness settings.
+
+    Attributes:
+        record: ``none`` replays only, ``new`` records what is missing, ``all`` re-records
+            (``harness_record`` ini, unless the command line gave one).
+        record_from_cli: whether ``record`` came from the command line (then markers can't
+            change it).
+        model: replaces every call's model (``--harness-model`` / ``harness_model``).
+        model_from_cli: whether ``model`` came from the command line (then markers can't
+            change it).
+        report: None for no report; ``""`` for the table only; else a JSON path too.
+        cassette_dir: where cassettes live.
+        degenerate: ``fail``, ``warn`` or ``off``.
+        timeout: per-call HTTP timeout in seconds, or None for the provider default.
+        record_failed: write a test's cassette even when the test failed while recording.
+        allow_hosts: hosts replay may still connect to.
+        ignore_hosts: hosts whose traffic passes through untouched: never recorded, never
+            replayed, never refused.
+        capture: ``harness``: tests that use the harness (its marker or a ``harness*``
+            fixture) record and replay all their HTTP traffic; ``all``: every test does.
+        max_cost: the most one test may spend on live model calls, or None.
+        max_session_cost: the most the session may spend on live model calls, or None.
+        price_calls: whether each test's model calls are priced (litellm's price map):
+            when something shows the cost (a report, ``-v``, JUnit XML) or limits it.
+        match_ignore: dotted JSON body fields left out of request matching.
+        redact_headers: extra request headers to redact.
+        redact_query: extra query parameters to redact.
+        redact_body_fields: dotted JSON body fields to redact.
+        verbose: pytest's verbosity.
+    """
+
+    record: RecordMode = "none"
+    record_from_cli: bool = False
+    model: str | None = None
+    model_from_cli: bool = False
+    report: str | None = None
+    cassette_dir: Path = Path("cassettes")
+    degenerate: DegenerateMode = "fail"
+    timeout: float | None = None
+    record_failed: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    ignore_hosts: tuple[str, ...] = ()
+    capture: CaptureMode = "harness"
+    max_cost: float | None = None
+    max_session_cost: float | None = None
+    price_calls: bool = False
+    match_ignore: tuple[str, ...] = ()
+    redact_headers: tuple[str, ...] = ()
+    redact_query: tuple[str, ...] = ()
+    redact_body_fields: tuple[str, ...] = ()
+    verbose: int = 0
+
+
+def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
+    """Build the session settings from parsed options and an ini getter.
+
+    Args:
+        options: ``config.option`` (the parsed command line).
+        ini: ``config.getini``.
+        rootdir: where a relative ``harness_cassette_dir`` is anchored.
+        verbose: ``config.option.verbose``.
+    """
+    cli_record = _record_mode(options.harness_live, options.harness_record)
+    record = cli_record or choice("harness_record", ini("harness_record") or "none", RECORD_MODES)
+    cli_model = options.harness_model
+    model = cli_model or ini("harness_model") or None
+    degenerate = choice("harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES)
+    report = _report_path(options.harness_report)
+    max_cost = amount("harness_max_cost", ini("harness_max_cost"))
+    max_session_cost = amount("harness_max_session_cost", ini("harness_max_session_cost"))
+    shown = report is not None or verbose > 0 or bool(getattr(options, "xmlpath", None))
+    return Settings(
+        record=record,
+        record_from_cli=cli_record is not None,
+        model=model,
+        model_from_cli=bool(cli_model),
+        report=report,
+        cassette_dir=rootdir / (ini("harness_cassette_dir") or "cassettes"),
+        degenerate=degenerate,
+        timeout=seconds("harness_timeout", ini("harness_timeout")),
+        record_failed=_flag("harness_record_failed", ini("harness_record_failed")),
+        allow_hosts=tuple(ini("harness_allow_hosts") or ()),
+        ignore_hosts=tuple(ini("harness_ignore_hosts") or ()),
+        capture=choice("harness_capture", ini("harness_capture") or "harness", CAPTURE_MODES),
+        max_cost=max_cost,
+        max_session_cost=max_session_cost,
+        price_calls=shown or max_cost is not None or max_session_cost is not None,
+        match_ignore=tuple(ini("harness_match_ignore") or ()),
+        redact_headers=tuple(ini("harness_redact_headers") or ()),
+        redact_query=tuple(ini("harness_redact_query") or ()),
+        redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
+        verbose=verbose,
+    )
+
+
+def _report_path(value: str | None) -> str | None:
+    if value and (Path(value).is_dir() or value.endswith(".py") or "::" in value):
+        raise _config_error(
+            f"--harness-report got {value!r}, which looks like a test path, not a JSON file: "
+            "write --harness-report=PATH for a JSON report, or put --harness-report after "
+            "the test paths (or as --harness-report=) for the table only"
+        )
+    return value
+
+
+def _record_mode(live: bool, record: str | None) -> RecordMode | None:
+    """The command line's record mode, or None when it gave none."""
+    if live and record not in (None, "all"):
+        raise _config_error(
+            f"--harness-live records everything from scratch (record mode 'all') but "
+            f"--harness-record={record} was also given; pass one of them."
+        )
+    if live:
+        return "all"
+    if record is None:
+        return None
+    return choice("--harness-record", record, RECORD_MODES)
+
+
+def choice(name: str, value: Any, allowed: tuple[_Option, ...]) -> _Option:
+    """``value`` if it is one of ``allowed``, else ``ConfigError`` naming ``name``."""
+    for option in allowed:
+        if value == option:
+            return option
+    raise _config_error(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
+
+
+def seconds(name: str, value: Any) -> float | None:
+    """A positive number of seconds (None for none given), else ``ConfigError``."""
+    if value in (None, ""):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if seconds <= 0:
+        raise _config_error(f"{name} expects a positive number of seconds, got {value!r}.")
+    return seconds
+
+
+def amount(name: str, value: Any) -> float | None:
+    """A non-negative amount of money (None for none given), else ``ConfigError``."""
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0:
+        raise _config_error(
+            f"{name} expects an amount in the provider's currency (as litellm prices it), "
+            f"such as 0.50, got {value!r}."
+        )
+    return number
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value or "false").strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise _config_error(f"{name} expects true or false, got {value!r}.")
+
+
+def _config_error(message: str) -> ConfigError:
+    from pytest_harness.errors import ConfigError
+
+    return ConfigError(message)
+
+
+ARGUMENTS = ("cassette", "degenerate", "model", "pass_rate", "record", "samples", "timeout")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TestSettings:
+    """One test's settings: the session's, with its ``harness`` marker applied."""
+
+    record: RecordMode
+    cassette: str | bool | None
+    degenerate: DegenerateMode
+    model: str | None
+    timeout: float | None
+    samples: int = 1
+    pass_rate: float = 1.0
+
+
+def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The keyword and positional arguments of the test's ``harness`` markers, merged."""
+    kwargs: dict[str, Any] = {}
+    args: tuple[Any, ...] = ()
+    for marker in reversed(list(item.iter_markers("harness"))):
+        kwargs.update(marker.kwargs)
+        args += marker.args
+    return kwargs, args
+
+
+def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> TestSettings:
+    """Apply one test's ``@pytest.mark.harness(...)`` arguments to the session settings.
+
+    Raises:
+        ConfigError: a positional or unknown argument, or a value of the wrong kind.
+    """
+    _check_names(kwargs, args)
+    cassette = kwargs.get("cassette")
+    if cassette not in (None, False) and (not isinstance(cassette, str) or not cassette.strip()):
+        raise ConfigError(
+            "@pytest.mark.harness(cassette=...) expects a non-empty str (a cassette name) or "
+            f"False (no cassette: the test talks to its endpoints directly), got {cassette!r}."
+        )
+    model = kwargs.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
+    record = settings.record
+    if not settings.record_from_cli and "record" in kwargs:
+        record = choice("@pytest.mark.harness(record=...)", kwargs["record"], RECORD_MODES)
+    degenerate = kwargs.get("degenerate", settings.degenerate)
+    timeout = kwargs.get("timeout")
+    samples, pass_rate = _sampling(kwargs)
+    return TestSettings(
+        record=record,
+        cassette=cassette,
+        degenerate=choice("@pytest.mark.harness(degenerate=...)", degenerate, DEGENERATE_MODES),
+        model=settings.model if settings.model_from_cli else (model or settings.model),
+        timeout=settings.timeout
+        if timeout is None
+        else seconds("@pytest.mark.harness(timeout=...)", timeout),
+        samples=samples,
+        pass_rate=pass_rate,
+    )
+
+
+def _sampling(kwargs: dict[str, Any]) -> tuple[int, float]:
+    """``samples`` (a whole number from 1) and ``pass_rate`` (above 0, at most 1)."""
+    samples = kwargs.get("samples", 1)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000:
+        raise ConfigError(
+            "@pytest.mark.harness(samples=...) expects a whole number from 1 to 10000 (how many "
+            f"times the test body runs), got {samples!r}."
+        )
+    if "pass_rate" not in kwargs:
+        return samples, 1.0
+    rate = kwargs["pass_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+        raise ConfigError(
+            "@pytest.mark.harness(pass_rate=...) expects the share of samples that must pass, "
+            f"above 0 and at most 1 (0.9 for 90%), got {rate!r}."
+        )
+    if "samples" not in kwargs:
+        raise ConfigError(
+            f"@pytest.mark.harness(pass_rate={rate!r}) needs samples=N: the rate is over N "
+            f"runs of the test body, for example @pytest.mark.harness(samples=10, "
+            f"pass_rate={rate!r})."
+        )
+    return samples, float(rate)
+
+
+def _check_names(kwargs: dict[str, Any], args: tuple[Any, ...]) -> None:
+    if args:
+        raise ConfigError(
+            f"@pytest.mark.harness takes keyword arguments only ({', '.join(ARGUMENTS)}), "
+            f"got positional {args!r}; write for example "
+            '@pytest.mark.harness(cassette="name").'
+        )
+    unknown = sorted(set(kwargs) - set(ARGUMENTS))
+    if unknown:
+        raise ConfigError(
+            f"@pytest.mark.harness got unknown argument(s) {', '.join(unknown)}; "
+            f"expected some of: {', '.join(ARGUMENTS)}."
+        )

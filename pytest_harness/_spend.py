@@ -1,0 +1,195 @@
+"""What a test's model traffic costs, and the budget that stops a runaway before it spends.
+
+``Spend`` adds up the model responses of one test: the harness's own calls as the seam
+reports them (priced already), the application's as ``cassettes.traffic`` recognises them in
+the test's HTTP traffic. Calls and tokens are counted at once, money when it is asked for:
+the price map of litellm (imported then, and only then). A model litellm has no price for
+adds tokens but no cost; the cost stays None until some call is priced.
+
+``Budget`` is the gate the cassette calls before any request goes to a real server. Once the
+recorded spend of the test (``harness_max_cost``) or of the whole session
+(``harness_max_session_cost``, summed over xdist workers through a small ledger file) has
+reached its limit, it refuses the request with ``BudgetExceeded``. In replay nothing is sent,
+so nothing is refused, but the recorded costs are added up the same way: the report shows
+what a re-record would cost.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_harness.errors import BudgetExceeded
+
+if TYPE_CHECKING:
+    from pytest_harness._response import Usage
+
+USAGE_PROPERTY = "harness_usage"
+# Endpoints whose requests spend money: the budget refuses only these.
+_PAID = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
+_PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
+
+
+@dataclass(eq=False)
+class Spend:
+    """The model calls of one test: how many, their tokens, and (once priced) their cost."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None
+    models: dict[str, int] = field(default_factory=dict)
+    _unpriced: list[tuple[str, str | None, Usage]] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(
+        self, model: str, usage: Usage, *, provider: str | None = None, cost: float | None = None
+    ) -> None:
+        """Count one model response (thread-safe: SDKs call from threads).
+
+        Args:
+            model: the model that answered.
+            usage: its token counts.
+            provider: litellm's provider name, to price it.
+            cost: its cost when already known (the seam's calls); else it is priced later.
+        """
+        with self._lock:
+            self.calls += 1
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+            self.total_tokens += usage.total_tokens
+            self.models[model] = self.models.get(model, 0) + 1
+            if cost is not None:
+                self.cost = (self.cost or 0.0) + cost
+            elif provider is not None:
+                self._unpriced.append((model, provider, usage))
+
+    def price(self) -> float | None:
+        """Price the calls not priced yet (litellm's price map); the test's cost so far."""
+        with self._lock:
+            todo, self._unpriced = self._unpriced, []
+        if todo:
+            from pytest_harness import _litellm
+
+            for model, provider, usage in todo:
+                cost = _litellm.price(model, usage, provider)
+                if cost is not None:
+                    with self._lock:
+                        self.cost = (self.cost or 0.0) + cost
+        return self.cost
+
+    def record(self, test: str, *, priced: bool = True) -> dict[str, Any]:
+        """The JSON-ready account of the test's calls (priced first, unless not ``priced``)."""
+        if priced:
+            self.price()
+        return {
+            "test": test,
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens": self.total_tokens,
+            "cost": self.cost,
+            "models": dict(self.models),
+        }
+
+
+def junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """The test's properties: the whole record, then ``harness_tokens`` and ``harness_cost``."""
+    cost = record["cost"]
+    return [
+        (USAGE_PROPERTY, json.dumps(record, sort_keys=True)),
+        ("harness_tokens", str(record["tokens"])),
+        ("harness_cost", "" if cost is None else f"{cost:.6f}"),
+    ]
+
+
+@dataclass(eq=False)
+class Budget:
+    """Refuses live requests once the recorded spend reached a limit (the cassette's gate).
+
+    Attributes:
+        spend: the running test's spend.
+        max_cost: the limit per test, or None.
+        ledger: the session's spend across workers, or None when it has no limit.
+    """
+
+    spend: Spend
+    max_cost: float | None
+    ledger: Ledger | None = None
+    _counted: float = 0.0  # what this test has already added to the ledger
+
+    def gate(self, uri: str) -> None:
+        """Refuse a live model request (``BudgetExceeded``) once a limit is reached."""
+        path = uri.partition("?")[0]
+        if not (path.endswith(_PAID) or path.endswith(_PAID_METHODS)):
+            return
+        spent = self.spend.price() or 0.0
+        if self.max_cost is not None and spent >= self.max_cost:
+            raise BudgetExceeded(
+                f"pytest-harness refused a live model call: this test has spent "
+                f"{spent:.6f} on model calls so far and harness_max_cost is {self.max_cost:g}. "
+                "Raise harness_max_cost in your pytest ini, or find the loop that keeps calling."
+            )
+        if self.ledger is None:
+            return
+        self.settle()
+        total = self.ledger.total()
+        if total >= self.ledger.limit:
+            raise BudgetExceeded(
+                f"pytest-harness refused a live model call: this session has spent "
+                f"{total:.6f} on model calls so far and harness_max_session_cost is "
+                f"{self.ledger.limit:g}. Raise harness_max_session_cost in your pytest ini, "
+                "or record fewer tests at once."
+            )
+
+    def settle(self) -> None:
+        """Add what the test spent since the last call to the session's ledger."""
+        if self.ledger is None:
+            return
+        spent = self.spend.price() or 0.0
+        if spent > self._counted:
+            self.ledger.add(spent - self._counted)
+            self._counted = spent
+
+
+class Ledger:
+    """The session's spend on live calls, shared by its xdist workers through one file.
+
+    Args:
+        run_id: the session's id (shared with its workers).
+        limit: ``harness_max_session_cost``.
+    """
+
+    def __init__(self, run_id: str, limit: float) -> None:
+        self.limit = limit
+        self.path = _ledger_path(run_id)
+        self.path.parent.mkdir(exist_ok=True)
+
+    def total(self) -> float:
+        try:
+            return float(json.loads(self.path.read_text(encoding="utf-8"))["spent"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0.0
+
+    def add(self, amount: float) -> None:
+        from filelock import FileLock
+
+        from pytest_harness._cassettes.files import write_atomic
+
+        with FileLock(f"{self.path}.lock"):
+            write_atomic(self.path, json.dumps({"spent": self.total() + amount}))
+
+
+def _ledger_path(run_id: str) -> Path:
+    return Path(tempfile.gettempdir()) / "pytest-harness-spend" / f"{run_id}.json"
+
+
+def forget(run_id: str) -> None:
+    """Remove the session's ledger (the session is over)."""
+    for path in (_ledger_path(run_id), Path(f"{_ledger_path(run_id)}.lock")):
+        path.unlink(missing_ok=True)

@@ -1,0 +1,492 @@
+"""Every Python block of the docs runs: ``docs/**/*.md`` and ``README.md``, one test per page.
+
+The convention, for whoever writes a page:
+
+- **A block with a title is a file of the page's project**: ```` ```python title="test_a.py" ````
+  (or ``conftest.py``, ``pytest.ini``: the title is the file's path in the project). All the
+  titled blocks of a page are written into one fresh directory and pytest runs there (in a
+  subprocess, as a user would run it); the run must pass, with at least one test and no
+  failure (exit code 0: "no tests ran", code 5, fails).
+- **A** ```` ```python ```` **block without a title is a snippet.** A page's snippets run in
+  order in one namespace (a later block may use an earlier block's names), in the test's
+  process, in an empty working directory; none may raise.
+- **An HTML comment right before a titled block sets how the page's project runs**, as
+  ``key="value"`` pairs or bare flags (blank lines may separate it from the block)::
+
+      <!-- docs-test: args="-k capital" outcomes="passed=1 failed=1" -->
+      <!-- docs-test: record reply="The capital of France is Paris." -->
+
+  ``args``: extra pytest arguments, split as a shell would. ``outcomes``: what the run must
+  end with (``RunResult.assert_outcomes``) instead of "passed, no failure". ``record``:
+  record, then replay: pytest ``--harness-live`` runs with ``OPENAI_BASE_URL`` (and
+  ``OPENAI_API_BASE``) and ``OPENAI_API_KEY`` pointing at a scripted OpenAI-compatible
+  model on loopback (``pytest_harness.testing.LoopbackServer``); the server is stopped, and
+  a plain ``pytest`` must pass again from the cassettes alone, with a placeholder key. The
+  recording must have reached the model. ``reply``: what the scripted model answers to
+  every request (with ``record``; default ``ok``).
+
+Other blocks (``sh``, untitled ``toml``) are prose. Nothing is skipped: a block that cannot
+run fails its page's test, and the failure names the page and the block's line.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import shlex
+import sys
+import textwrap
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_harness.testing import LoopbackServer, Reply
+
+
+class PageError(Exception):
+    """A page's block failed, or the page breaks the convention; says which page and line."""
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# The README being rewritten: its blocks are fragments that call real providers. Strict, so
+# that the run that first passes it fails (XPASS) and this mark goes; until then its test
+# reports it as xfailed, with the reason, never as passed.
+README_PENDING = pytest.mark.xfail(
+    raises=PageError, strict=True, reason="README.md is being rewritten to the docs-test convention"
+)
+PAGES = [
+    pytest.param("README.md", marks=README_PENDING),
+    *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/**/*.md")),
+]
+
+PYTHON = {"python", "py"}
+PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+KEYS = {"args", "outcomes", "record", "reply"}
+OUTCOMES = {"passed", "skipped", "failed", "errors", "xpassed", "xfailed", "warnings", "deselected"}
+# The provider's variables: cleared for every page, set to the loopback model to record.
+PROVIDER = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE")
+RECORDING_KEY = "sk-docs-recording-0123456789abcdef"
+REPLAY_KEY = "placeholder"  # the OpenAI SDK wants a key; in replay the cassette answers
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<info>.*)$")
+TITLE = re.compile(r'\btitle="(?P<title>[^"]*)"')
+COMMENT = re.compile(r"^[ \t]*<!--[ \t]*docs-test:(?P<body>.*?)-->[ \t]*$")
+SETTING = re.compile(r'[ \t]*(?P<key>[\w-]+)(?:="(?P<value>[^"]*)")?[ \t]*')
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Block:
+    """A fenced block of a page: where it starts, its language, title, code and settings."""
+
+    line: int  # the line of the opening fence (1-based); its code starts on the next one
+    lang: str
+    title: str | None
+    code: str
+    settings: Mapping[str, str]
+
+    @property
+    def runs(self) -> bool:
+        return self.title is not None or self.lang in PYTHON
+
+
+def read_blocks(text: str, name: str) -> list[Block]:
+    """The fenced blocks of a page (``name`` is how errors name it), settings attached."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    pending: tuple[int, dict[str, str]] | None = None
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        if line.lstrip().startswith("<!--") and "docs-test" in line:
+            pending = (number, _settings(line, name, number))
+            continue
+        opening = FENCE.match(line)
+        if opening is None:
+            if line.strip() and pending is not None:
+                raise PageError(f"{name}:{pending[0]}: a docs-test comment must precede a block")
+            continue
+        code, number = _block_body(lines, number, opening, name)
+        title = TITLE.search(opening["info"])
+        block = Block(
+            line=number - len(code) - 1,
+            lang=opening["lang"].lower(),
+            title=title["title"] if title else None,
+            code="\n".join(code),
+            settings=pending[1] if pending else {},
+        )
+        if pending is not None and block.title is None:
+            raise PageError(
+                f"{name}:{pending[0]}: docs-test settings apply to the page's project: "
+                "put them before a titled block"
+            )
+        pending = None
+        blocks.append(block)
+    return blocks
+
+
+def _block_body(
+    lines: list[str], start: int, opening: re.Match[str], name: str
+) -> tuple[list[str], int]:
+    """The block's lines (unindented by its fence's indent) and the line after its end."""
+    fence, indent = opening["fence"], len(opening["indent"])
+    closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    for end in range(start, len(lines)):
+        if closing.match(lines[end]):
+            body = [_unindent(line, indent) for line in lines[start:end]]
+            return body, end + 1
+    raise PageError(f"{name}:{start}: the block opened here is never closed")
+
+
+def _unindent(line: str, indent: int) -> str:
+    return line[min(indent, len(line) - len(line.lstrip())) :]
+
+
+def _settings(line: str, name: str, number: int) -> dict[str, str]:
+    found = COMMENT.match(line)
+    if found is None:
+        raise PageError(f'{name}:{number}: expected <!-- docs-test: key="value" ... -->')
+    body, settings, at = found["body"], {}, 0
+    while at < len(body.rstrip()):
+        setting = SETTING.match(body, at)
+        if setting is None or setting.end() == at:
+            raise PageError(f"{name}:{number}: cannot read docs-test settings {body.strip()!r}")
+        key, value = setting["key"], setting["value"]
+        if key not in KEYS:
+            raise PageError(
+                f"{name}:{number}: unknown docs-test key {key!r}; expected one of {sorted(KEYS)}"
+            )
+        settings[key], at = value if value is not None else "", setting.end()
+    return settings
+
+
+@dataclass
+class Docs:
+    """Runs a page: its snippets in this process, its project in a pytester directory."""
+
+    pytester: pytest.Pytester
+    monkeypatch: pytest.MonkeyPatch
+    workdir: Path  # the snippets' working directory
+
+    def run_page(self, path: Path, name: str | None = None) -> None:
+        """Run every block of the page at ``path``; PageError if one fails."""
+        name = name or str(path)
+        text = path.read_text(encoding="utf-8")
+        blocks = [block for block in read_blocks(text, name) if block.runs]
+        self.run_snippets(text, name, [block for block in blocks if block.title is None])
+        files = [block for block in blocks if block.title is not None]
+        if files:
+            self.run_project(name, files)
+
+    def run_snippets(self, text: str, name: str, snippets: list[Block]) -> None:
+        """Run the snippets in order in one module's namespace; tracebacks show the page."""
+        if not snippets:
+            return
+        # Compiled under the page's name, padded so that line numbers are the page's, and
+        # the page registered with linecache: a traceback shows the page's own lines.
+        linecache.cache[name] = (len(text), None, text.splitlines(keepends=True), name)
+        module = types.ModuleType("docs_page_" + re.sub(r"\W", "_", name))
+        module.__file__ = name
+        self.monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses need it
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.monkeypatch.chdir(self.workdir)
+        for block in snippets:
+            code = compile("\n" * block.line + block.code, name, "exec")
+            try:
+                exec(code, module.__dict__)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # pytest.skip() and SystemExit too: nothing is skipped
+                where = _line_in(error, name)
+                raise PageError(
+                    f"{name}:{block.line}: the python block starting on line {block.line} "
+                    f"raised {type(error).__name__}: {error}"
+                    + (f" (at {name}:{where})" if where is not None else "")
+                ) from error
+
+    def run_project(self, name: str, files: list[Block]) -> None:
+        """Write the titled blocks into the project and run pytest there."""
+        settings = _project_settings(name, files)
+        expected = _outcomes(name, settings.get("outcomes"))
+        titles = [block.title for block in files]
+        for block in files:
+            if titles.count(block.title) > 1:
+                raise PageError(f"{name}:{block.line}: two blocks titled {block.title!r}")
+            self._write(name, block)
+        where = ", ".join(f"{block.title} (line {block.line})" for block in files)
+        label = f"{name}: the page's project [{where}]"
+        args = [*PYTEST_ARGS, *shlex.split(settings.get("args", ""))]
+        if "record" not in settings:
+            if "reply" in settings:
+                raise PageError(f"{name}: docs-test reply= applies to record only")
+            _check(label, "running", args, self._pytest(args), expected)
+            return
+        reply = Reply(content=settings.get("reply") or "ok")
+        with LoopbackServer(lambda body: reply) as model:
+            self._provider(model.url, RECORDING_KEY)
+            live = ["--harness-live", *args]
+            _check(label, "recording", live, self._pytest(live), expected)
+            calls = len(model.requests)
+        if not calls:
+            raise PageError(f"{label}: recorded no model call, so replaying it proves nothing")
+        self._provider(model.url, REPLAY_KEY)  # the server is gone: only cassettes answer
+        _check(label, "replaying offline", args, self._pytest(args), expected)
+
+    def _write(self, name: str, block: Block) -> None:
+        relative = Path(block.title or "")
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise PageError(f"{name}:{block.line}: a title must be a relative file path")
+        path = self.pytester.path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block.code + "\n", encoding="utf-8")
+
+    def _provider(self, url: str, key: str) -> None:
+        for variable in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
+            self.monkeypatch.setenv(variable, url)
+        self.monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    def _pytest(self, args: list[str]) -> pytest.RunResult:
+        # A subprocess, as a user runs it: a project may import anything (litellm cannot be
+        # imported twice in one process, and pytester's in-process runs forget modules).
+        return self.pytester.runpytest_subprocess(*args, timeout=300)
+
+
+def _project_settings(name: str, files: list[Block]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for block in files:
+        for key, value in block.settings.items():
+            if merged.get(key, value) != value:
+                raise PageError(f"{name}:{block.line}: docs-test {key} set twice, differently")
+            merged[key] = value
+    return merged
+
+
+def _outcomes(name: str, text: str | None) -> dict[str, int] | None:
+    if text is None:
+        return None
+    pairs = [item.partition("=") for item in text.split()]
+    if not pairs or any(key not in OUTCOMES or not n.isdigit() for key, _, n in pairs):
+        raise PageError(f'{name}: expected outcomes="passed=N failed=N ..." ({sorted(OUTCOMES)})')
+    return {key: int(n) for key, _, n in pairs}
+
+
+def _check(
+    label: str,
+    step: str,
+    args: list[str],
+    result: pytest.RunResult,
+    expected: dict[str, int] | None,
+) -> None:
+    """The run ended as ``expected`` says, or else passed with at least one test."""
+    failed = f"{label} failed while {step} (pytest {shlex.join(args)})"
+    output = "\n".join(result.outlines[-80:] + result.errlines[-20:])
+    if expected is not None:
+        try:
+            result.assert_outcomes(**expected)
+        except AssertionError as error:
+            raise PageError(f"{failed}: {error}\n{output}") from None
+        return
+    if result.ret != 0:
+        why = "no test ran (exit code 5)" if result.ret == 5 else f"exit code {int(result.ret)}"
+        raise PageError(f"{failed}: {why}\n{output}")
+
+
+def _line_in(error: BaseException, name: str) -> int | None:
+    """The last line of the page the traceback went through (where the block raised)."""
+    line = None
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == name:
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
+
+
+@pytest.fixture
+def docs(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Docs:
+    for variable in PROVIDER:
+        monkeypatch.delenv(variable, raising=False)
+    return Docs(pytester, monkeypatch, tmp_path / "snippets")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page(docs: Docs, page: str) -> None:
+    docs.run_page(ROOT / page, page)
+
+
+# The collector itself, on pages made up here.
+
+
+def write_page(folder: Path, text: str) -> Path:
+    page = folder / "fake.md"
+    page.write_text(textwrap.dedent(text), encoding="utf-8")
+    return page
+
+
+def test_a_failing_snippet_names_its_page_and_line(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        # A page
+
+        ```python
+        total = 1
+        ```
+
+        A later block uses the earlier one's names:
+
+        ```python
+        total += 1
+        total / (total - 2)
+        ```
+        """,
+    )
+    with pytest.raises(PageError) as failed:
+        docs.run_page(page)
+    assert str(failed.value) == (
+        f"{page}:9: the python block starting on line 9 raised ZeroDivisionError: "
+        f"division by zero (at {page}:11)"
+    )
+    assert isinstance(failed.value.__cause__, ZeroDivisionError)
+
+
+def test_snippets_run_in_order_in_one_namespace_and_nothing_is_skipped(
+    docs: Docs, tmp_path: Path
+) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        ```python
+        from dataclasses import dataclass
+
+        @dataclass(frozen=True, slots=True, kw_only=True)
+        class Point:
+            x: int
+        ```
+
+        - A list item with a block in it:
+
+            ```py
+            point = Point(x=3)
+            assert point.x == 3
+            ```
+
+        ```sh
+        this is prose, never run
+        ```
+
+        ```python
+        import pytest
+        pytest.skip("a skipped block fails the page")
+        ```
+        """,
+    )
+    with pytest.raises(PageError, match=r"fake.md:20: .* raised Skipped: a skipped block"):
+        docs.run_page(page)
+
+
+def test_a_project_runs_with_pytest_and_must_pass(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        ```python title="helpers/greet.py"
+        def greet(name):
+            return f"Hello {name}"
+        ```
+
+        ```python title="test_greet.py"
+        from helpers.greet import greet
+
+        def test_greet():
+            assert greet("Ada") == "Hello Ada!"
+        ```
+        """,
+    )
+    with pytest.raises(PageError) as failed:
+        docs.run_page(page)
+    message = str(failed.value)
+    assert message.startswith(
+        f"{page}: the page's project [helpers/greet.py (line 1), test_greet.py (line 6)] "
+        "failed while running (pytest -p no:cacheprovider -p no:randomly): exit code 1"
+    )
+    assert "1 failed" in message
+
+
+def test_a_project_without_tests_fails(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(tmp_path, '```python title="conftest.py"\nVALUE = 1\n```\n')
+    with pytest.raises(PageError, match=r"no test ran \(exit code 5\)"):
+        docs.run_page(page)
+
+
+def test_settings_give_args_and_expected_outcomes(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        <!-- docs-test: args="-k 'not slow'" outcomes="passed=1 failed=1 deselected=one" -->
+
+        ```python title="test_outcomes.py"
+        def test_passes():
+            pass
+
+        def test_fails():
+            assert False
+
+        def test_slow():
+            pass
+        ```
+        """,
+    )
+    with pytest.raises(PageError, match=r"expected outcomes="):
+        docs.run_page(page)
+    page.write_text(page.read_text().replace("=one", "=1"))
+    docs.run_page(page)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            '<!-- docs-test: colour="red" -->\n```python title="t.py"\n```\n',
+            "unknown docs-test key",
+        ),
+        ("<!-- docs-test: record -->\n```python\n```\n", "put them before a titled block"),
+        ("<!-- docs-test: record -->\nSome prose.\n", "must precede a block"),
+        ("<!-- docs-test record -->\n", "expected <!-- docs-test:"),
+        ("```python\nx = 1\n", "never closed"),
+        ('```python title="../up.py"\n```\n', "relative file path"),
+        ('```python title="t.py"\n```\n```python title="t.py"\n```\n', "two blocks titled"),
+    ],
+)
+def test_a_page_that_breaks_the_convention_fails(
+    docs: Docs, tmp_path: Path, text: str, error: str
+) -> None:
+    page = write_page(tmp_path, text)
+    with pytest.raises(PageError, match=rf"^{re.escape(str(page))}:\d+: .*{re.escape(error)}"):
+        docs.run_page(page)
+
+
+def test_record_must_replay_offline(docs: Docs, tmp_path: Path) -> None:
+    """A project that records nothing to its cassette (cassette=False) fails its replay."""
+    page = write_page(
+        tmp_path,
+        """\
+        <!-- docs-test: record reply="pong" -->
+        ```python title="test_ping.py"
+        import openai
+        import pytest
+
+        @pytest.mark.harness(cassette=False)
+        def test_ping():
+            with openai.OpenAI(max_retries=0) as client:
+                reply = client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}]
+                )
+            assert reply.choices[0].message.content == "pong"
+        ```
+        """,
+    )
+    with pytest.raises(PageError, match=r"failed while replaying offline .*exit code 1"):
+        docs.run_page(page)

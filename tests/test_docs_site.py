@@ -1,0 +1,255 @@
+"""The documentation site, built (``mkdocs build --strict``) and opened in headless Chromium.
+
+``tox -e docs`` builds the site and names it in ``DOCS_SITE``; without it the site is built
+here, into a temporary folder, which needs the ``docs`` extra: where MkDocs is missing (the
+plain test envs) these tests are skipped, saying so. The pages are opened from their files,
+offline (``browser``): a page that logs an error, fails a load or asks for anything beyond
+its own files fails. The reference pages are checked against the code they come from: the
+plugin's options, ini keys and markers, each namespace's ``__all__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import ARTIFACTS, Browser, Node, needs_chromium, parse
+
+from pytest_harness import plugin, testing
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS_EXTRA = ("mkdocs", "material", "mkdocstrings")
+TABS = ["Home", "Getting started", "Reference"]
+# Each API page and the namespace it documents.
+NAMESPACES = {
+    "index": "pytest_harness",
+    **{
+        name: f"pytest_harness.{name}"
+        for name in (
+            "errors",
+            "tribunal",
+            "orchestrator",
+            "team",
+            "calibration",
+            "strategies",
+            "testing",
+            "hookspecs",
+        )
+    },
+}
+# The site's pages, in the order of the navigation (mkdocs.yml's nav).
+NAVIGATION = [
+    ("Home", "index.html"),
+    ("Getting started", "getting-started.html"),
+    ("Options", "reference/options.html"),
+    ("Ini keys", "reference/ini.html"),
+    ("Markers", "reference/markers.html"),
+    *((name, f"reference/api/{page}.html") for page, name in NAMESPACES.items()),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built site: ``DOCS_SITE`` (tox -e docs built it), else built here, strictly."""
+    given = os.environ.get("DOCS_SITE")
+    if given:
+        return Path(given)
+    missing = [name for name in DOCS_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(
+            f"the docs extra is not installed (no {', '.join(missing)}): "
+            "pip install 'pytest-harness[docs]', or run tox -e docs"
+        )
+    folder = tmp_path_factory.mktemp("site")
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    built = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{built.stdout}{built.stderr}", pytrace=False)
+    return folder
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    with Browser(tmp_path) as running:
+        yield running
+
+
+def open_page(browser: Browser, page: Path, shot: str) -> Node:
+    """Open ``page``; it must load offline, cleanly, and paint something. Its DOM, parsed."""
+    browser.open(page)
+    assert browser.errors == []
+    assert browser.external_requests == []
+    picture = browser.screenshot(ARTIFACTS / shot)
+    assert not blank(picture.read_bytes()), f"{page} painted nothing: see {picture}"
+    return parse(browser.dom())
+
+
+@needs_chromium
+def test_the_home_page_opens_offline_with_its_navigation(site: Path, browser: Browser) -> None:
+    dom = open_page(browser, site / "index.html", "docs-home.png")
+
+    assert [text(link) for link in dom.find_all("a", "md-tabs__link")] == TABS
+    assert pages(dom.find("nav", "md-nav--primary")) == NAVIGATION
+    article = dom.find("article")
+    links = {link.attrs.get("href") for link in article.find_all("a")}
+    assert {"getting-started.html", "reference/options.html", "reference/api/index.html"} <= links
+
+
+@needs_chromium
+def test_an_api_page_opens_offline_and_documents_its_namespace(
+    site: Path, browser: Browser
+) -> None:
+    page = site / "reference" / "api" / "testing.html"
+    dom = open_page(browser, page, "docs-api-testing.png")
+
+    assert text(dom.find("h1")) == "pytest_harness.testing"
+    navigation = dom.find("nav", "md-nav--primary")
+    assert [name for name, _ in pages(navigation)] == [name for name, _ in NAVIGATION]
+    active = [text(link) for link in navigation.find_all("a", "md-nav__link--active")]
+    assert active == ["pytest_harness.testing"]
+    assert text(dom.find("li", "md-tabs__item--active")) == "Reference"
+    assert members(page, "pytest_harness.testing") == sorted(testing.__all__)
+
+
+@pytest.mark.parametrize("page", sorted(NAMESPACES))
+def test_an_api_page_lists_exactly_what_its_namespace_exports(site: Path, page: str) -> None:
+    """Whatever private module a name comes from; nothing that ``__all__`` leaves out."""
+    name = NAMESPACES[page]
+    exported = getattr(importlib.import_module(name), "__all__", None)
+    if exported is None:  # a plain module (hookspecs): its public names, none private
+        html = (site / "reference" / "api" / f"{page}.html").read_text(encoding="utf-8")
+        assert f'id="{name}.' in html
+        assert f'id="{name}._' not in html
+        return
+    assert members(site / "reference" / "api" / f"{page}.html", name) == sorted(exported)
+
+
+def test_the_reference_tables_come_from_the_plugin(site: Path) -> None:
+    tables = {
+        "options": [option.name.lstrip("-") for option in plugin.OPTIONS],
+        "ini": [key.name for key in plugin.INI_KEYS],
+        "markers": [marker.name for marker in plugin.MARKERS],
+    }
+    for page, names in tables.items():
+        dom = parse((site / "reference" / f"{page}.html").read_text(encoding="utf-8"))
+        rows = dom.find("article").find("table").find("tbody").find_all("tr")
+        assert [row.find("span").attrs["id"] for row in rows] == names, page
+    help_text = parse((site / "reference" / "ini.html").read_text(encoding="utf-8")).text
+    assert " ".join(plugin.INI_KEYS[0].help.split()) in help_text
+
+
+def text(node: Node) -> str:
+    """The node's text in one line, without a heading's permalink sign."""
+    return " ".join(node.text.replace("\u00b6", "").split())
+
+
+def pages(navigation: Node) -> list[tuple[str, str]]:
+    """The pages a navigation links to (not the anchors of the page's own contents)."""
+    links = navigation.find_all("a", "md-nav__link")
+    return [(text(a), a.attrs["href"]) for a in links if not a.attrs["href"].startswith("#")]
+
+
+def members(page: Path, namespace: str) -> list[str]:
+    """The names documented directly under ``namespace`` on an API page, sorted."""
+    dom = parse(page.read_text(encoding="utf-8"))
+    ids = [node.attrs["id"] for node in dom.find("article").find_all() if "id" in node.attrs]
+    prefix = namespace + "."
+    return sorted(
+        {i[len(prefix) :] for i in ids if i.startswith(prefix) and "." not in i[len(prefix) :]}
+    )
+
+
+def blank(png: bytes) -> bool:
+    """Whether a PNG screenshot is (nearly) one colour: the page painted nothing."""
+    _, _, channels, rows = decode_png(png)
+    step = channels * 5  # every fifth pixel of every fifth row is plenty
+    colours = Counter(row[i : i + channels] for row in rows[::5] for i in range(0, len(row), step))
+    most = colours.most_common(1)[0][1]
+    return len(colours) < 16 or most > 0.98 * sum(colours.values())
+
+
+def decode_png(png: bytes) -> tuple[int, int, int, list[bytes]]:
+    """Width, height, bytes per pixel and rows of an 8-bit RGB(A) PNG (Chromium's)."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    at, data, header = 8, b"", b""
+    while at < len(png):
+        size, kind = struct.unpack(">I4s", png[at : at + 8])
+        body = png[at + 8 : at + 8 + size]
+        at += 12 + size
+        header = body if kind == b"IHDR" else header
+        data += body if kind == b"IDAT" else b""
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, colour, interlace) in ((8, 2, 0), (8, 6, 0)), "not an 8-bit RGB(A) PNG"
+    channels = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(data), width * channels
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        row = unfilter(
+            raw[start], bytearray(raw[start + 1 : start + 1 + stride]), previous, channels
+        )
+        rows.append(bytes(row))
+        previous = row
+    return width, height, channels, rows
+
+
+def unfilter(kind: int, row: bytearray, above: bytearray, channels: int) -> bytearray:
+    """Undo one scanline's PNG filter: none, sub, up, average or Paeth (0 to 4)."""
+    if kind == 0:
+        return row
+    if kind == 2:
+        return bytearray((a + b) & 255 for a, b in zip(row, above, strict=True))
+    for i in range(len(row)):
+        left = row[i - channels] if i >= channels else 0
+        corner = above[i - channels] if i >= channels else 0
+        row[i] = (row[i] + predict(kind, left, above[i], corner)) & 255
+    return row
+
+
+def predict(kind: int, left: int, up: int, corner: int) -> int:
+    """What a PNG filter predicts a byte from its decoded neighbours."""
+    if kind in (0, 1, 2):
+        return (0, left, up)[kind]
+    if kind == 3:
+        return (left + up) >> 1
+    guess = left + up - corner  # Paeth: the neighbour nearest the guess, ties in this order
+    return min(
+        (abs(guess - left), 0, left), (abs(guess - up), 1, up), (abs(guess - corner), 2, corner)
+    )[2]
+
+
+def test_blank_tells_a_painted_page_from_an_empty_one() -> None:
+    white = [b"\xff" * 3 * 40] * 40
+    assert blank(png(white))
+    painted = [bytes((x * 7 + y * y * 3) % 256 for x in range(120)) for y in range(40)]
+    assert not blank(png(painted))
+    assert decode_png(png(painted))[3] == painted  # rows filtered with each of the 5 filters
+
+
+def png(rows: list[bytes]) -> bytes:
+    """An RGB PNG of ``rows``, the rows filtered in turn with each of PNG's five filters."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", 0)
+
+    filtered, above = b"", bytes(len(rows[0]))
+    for y, row in enumerate(rows):
+        kind = y % 5
+        left = [row[i - 3] if i >= 3 else 0 for i in range(len(row))]
+        corner = [above[i - 3] if i >= 3 else 0 for i in range(len(row))]
+        guesses = [predict(kind, *near) for near in zip(left, above, corner, strict=True)]
+        filtered += bytes([kind]) + bytes((b - g) & 255 for b, g in zip(row, guesses, strict=True))
+        above = row
+    header = struct.pack(">IIBBBBB", len(rows[0]) // 3, len(rows), 8, 2, 0, 0, 0)
+    signature = b"\x89PNG\r\n\x1a\n"
+    return signature + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(filtered))

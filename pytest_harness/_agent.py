@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from pytest_harness import _aio, _litellm
 from pytest_harness import _model as model
+from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._response import ModelResponse, TokenCallback, Usage
 from pytest_harness._structured import Output
 from pytest_harness.errors import ConfigError
@@ -67,14 +68,7 @@ def totals(results: Iterable[Any]) -> tuple[Usage | None, float | None]:
     """The summed usage and USD cost of some results (None where no result has one)."""
     usages = [r.usage for r in results if getattr(r, "usage", None) is not None]
     costs = [r.cost for r in results if getattr(r, "cost", None) is not None]
-    usage = None
-    if usages:
-        usage = Usage(
-            prompt_tokens=sum(u.prompt_tokens for u in usages),
-            completion_tokens=sum(u.completion_tokens for u in usages),
-            total_tokens=sum(u.total_tokens for u in usages),
-        )
-    return usage, (sum(costs) if costs else None)
+    return (sum(usages, Usage()) if usages else None), (sum(costs) if costs else None)
 
 
 class Agent:
@@ -165,7 +159,8 @@ class Agent:
         """
         if self.structured is not None:
             return self.structured
-        return _litellm.supports_schema(model_name)
+        # The embedded model does: its route hands the schema to llama.cpp's grammar.
+        return model_name == LOCAL_MODEL or _litellm.supports_schema(model_name)
 
     # Calling -----------------------------------------------------------------------------
 

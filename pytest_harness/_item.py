@@ -182,7 +182,8 @@ class ItemRun:
             timeout=test.timeout,
             replay=test.record == "none" and run.slot is not None,
             test_id=item.nodeid,
-            call_hooks=(route.LocalRoute(live=live), *filter(None, [run.slot])),
+            call_hooks=tuple(filter(None, [run.slot])),
+            routes={route.LOCAL_MODEL: route.LocalRoute(live=live)},
             listeners=(run.listen,),
         )
         run.watch.scope = run.scope

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from pytest_harness import _env, _quiet_imports
-from pytest_harness._local import route
-from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._response import (
     ModelResponse,
     TokenCallback,
@@ -27,6 +25,7 @@ from pytest_harness._response import (
     read_completion,
     read_stream,
 )
+from pytest_harness._scope import NOTE_PREFIX
 from pytest_harness.errors import ProviderResponseError
 
 _litellm: Any = None
@@ -91,12 +90,7 @@ async def settle() -> None:
 
 
 def supports_schema(model: str) -> bool:
-    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge).
-
-    The embedded model does: its route hands the schema to llama.cpp's grammar.
-    """
-    if model == LOCAL_MODEL:
-        return True
+    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge)."""
     known = _SCHEMA_SUPPORT.get(model)
     if known is None:
         try:
@@ -189,7 +183,8 @@ def _internal_call() -> Iterator[None]:
 def _for_litellm(kwargs: dict[str, Any]) -> dict[str, Any]:
     """What litellm needs beyond an OpenAI-style request."""
     kwargs = dict(kwargs)
-    kwargs.pop(route.MARK, None)  # the seam's own note, not litellm's
+    for key in [key for key in kwargs if key.startswith(NOTE_PREFIX)]:
+        del kwargs[key]  # a call hook's note to itself, not litellm's
     if kwargs.get("tools"):
         # litellm's MCP bridge imports the optional `mcp` package for any call with tools
         # (and fails without it); the harness runs tools itself, never over MCP.

@@ -20,7 +20,6 @@ from typing import Any, overload
 
 from pytest_harness import _litellm
 from pytest_harness import _scope as scope
-from pytest_harness._local import route
 from pytest_harness._response import Messages, ModelResponse, ResponseValidator, TokenCallback
 from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse, quote
 
@@ -39,10 +38,12 @@ class Request:
     Attributes:
         model: the model asked for, after ``--harness-model`` (what the response reports).
         kwargs: litellm's keyword arguments, after the scope's call hooks.
+        hooks: the call hooks that prepared it, which read its response and errors too.
     """
 
     model: str
     kwargs: dict[str, Any]
+    hooks: tuple[scope.CallHook, ...] = ()
 
 
 @overload
@@ -81,9 +82,10 @@ def request(
         kwargs.setdefault("max_retries", current.retries)
     if current.timeout is not None:
         kwargs.setdefault("timeout", current.timeout)
-    for hook in current.call_hooks:
+    hooks = current.hooks_for(model)
+    for hook in hooks:
         kwargs = hook.prepare(kwargs)
-    return Request(model=model, kwargs=kwargs)
+    return Request(model=model, kwargs=kwargs, hooks=hooks)
 
 
 def complete(
@@ -155,7 +157,7 @@ def send(
 
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
-    with _clearer_errors(), scope.seam_call():
+    with _clearer_errors(call), scope.seam_call():
         response = _litellm.completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
@@ -171,7 +173,7 @@ async def asend(
     on_reasoning: TokenCallback | None = None,
 ) -> ModelResponse:
     """Async twin of ``send``."""
-    with _clearer_errors(), scope.seam_call():
+    with _clearer_errors(call), scope.seam_call():
         response = await _litellm.acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
@@ -211,14 +213,14 @@ def problem(
 
 
 def _received(call: Request, response: ModelResponse) -> ModelResponse:
-    """The embedded model's tool calls, read from its JSON reply (``local.tool_calls``)."""
-    if call.kwargs.get(route.MARK):
-        return route.receive(response)
+    """The response as the scope's call hooks read it (the embedded model's tool calls)."""
+    for hook in call.hooks:
+        response = hook.receive(call.kwargs, response)
     return response
 
 
 @contextmanager
-def _clearer_errors() -> Iterator[None]:
+def _clearer_errors(call: Request) -> Iterator[None]:
     """Replace an SDK error by the clearer one a call hook finds behind it.
 
     The provider SDK wraps whatever the transport raised (a cassette miss, a blocked
@@ -227,18 +229,10 @@ def _clearer_errors() -> Iterator[None]:
     try:
         yield
     except Exception as error:
-        better = _translate(error)
+        better = next(filter(None, (hook.translate(error) for hook in call.hooks)), None)
         if better is None:
             raise
         raise better from error
-
-
-def _translate(error: BaseException) -> BaseException | None:
-    for hook in scope.current().call_hooks:
-        better = hook.translate(error)
-        if better is not None:
-            return better
-    return None
 
 
 def _messages(messages: Messages) -> list[dict[str, Any]]:

@@ -48,11 +48,24 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token counts of one call."""
+    """Token counts of one call, or of many: usages add (``a + b``, ``sum(usages, Usage())``).
+
+    Every total of the package (a run's tally, a test's spend, a panel's judges) is a sum of
+    these.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+
+    def __add__(self, other: object) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

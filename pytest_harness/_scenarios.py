@@ -228,16 +228,17 @@ def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list
 def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[Any]:
     from pytest_harness import _scope as scope
     from pytest_harness._cassettes.slot import CassetteSlot
-    from pytest_harness._local.route import LocalRoute
+    from pytest_harness._local.route import LOCAL_MODEL, LocalRoute
 
     name = request.team.__name__
     slot = CassetteSlot(path=path, mode=settings.record, nodeid=f"scenarios::{name}", run_id=run_id)
-    hooks = (LocalRoute(live=True), slot)
+    routes = {LOCAL_MODEL: LocalRoute(live=True)}
     within = scope.Scope(
         degenerate=settings.degenerate,
         model=settings.model,
         timeout=settings.timeout,
-        call_hooks=hooks,
+        call_hooks=(slot,),
+        routes=routes,
     )
     kept = False
     try:

@@ -21,13 +21,14 @@ Nothing is imported here beyond the standard library: the plugin uses it in ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:
+    from pytest_harness._response import ModelResponse
     from pytest_harness._settings import DegenerateMode
 
 Listener: TypeAlias = Callable[[str, Any], None]
@@ -37,12 +38,20 @@ class CallHook(Protocol):
     """Call-time behaviour around the model seam (the embedded-model route, the cassette).
 
     ``prepare`` may change the litellm keyword arguments of a call before it is made;
+    ``receive`` may change the response it got (given the keyword arguments as sent);
     ``translate`` may replace an exception the call raised by a clearer one (or return None).
+    A hook may leave itself a note in the keyword arguments under a key that starts with
+    ``NOTE_PREFIX``: the seam never sends those to the provider.
     """
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]: ...
 
+    def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse: ...
+
     def translate(self, error: BaseException) -> BaseException | None: ...
+
+
+NOTE_PREFIX = "_harness_"  # a call hook's note to itself in a call's kwargs, never sent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +68,10 @@ class Scope:
             a retry would ask again is what was recorded, so retrying is pointless.
         test_id: the pytest node id of the running test, for messages.
         listeners: called as ``listener(topic, payload)`` by ``emit``.
-        call_hooks: call-time behaviour, applied in order (embedded-model route, cassette).
+        call_hooks: call-time behaviour of every call, applied in order (the cassette).
+        routes: call-time behaviour of the calls to one model name, applied before the call
+            hooks (``"local"``: the embedded model's route). A call to another model never
+            reaches it.
     """
 
     degenerate: DegenerateMode = "fail"
@@ -70,6 +82,12 @@ class Scope:
     test_id: str | None = None
     listeners: tuple[Listener, ...] = ()
     call_hooks: tuple[CallHook, ...] = ()
+    routes: Mapping[str, CallHook] = field(default_factory=dict)
+
+    def hooks_for(self, model: str) -> tuple[CallHook, ...]:
+        """The hooks of a call to ``model``: its route, if it has one, then the call hooks."""
+        route = self.routes.get(model)
+        return self.call_hooks if route is None else (route, *self.call_hooks)
 
 
 _current = Scope()

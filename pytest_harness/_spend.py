@@ -21,12 +21,10 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_harness._response import Usage
 from pytest_harness.errors import BudgetExceeded
-
-if TYPE_CHECKING:
-    from pytest_harness._response import Usage
 
 USAGE_PROPERTY = "harness_usage"
 # Endpoints whose requests spend money: the budget refuses only these.
@@ -39,9 +37,7 @@ class Spend:
     """The model calls of one test: how many, their tokens, and (once priced) their cost."""
 
     calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     models: dict[str, int] = field(default_factory=dict)
     _unpriced: list[tuple[str, str | None, Usage]] = field(default_factory=list, repr=False)
@@ -60,9 +56,7 @@ class Spend:
         """
         with self._lock:
             self.calls += 1
-            self.prompt_tokens += usage.prompt_tokens
-            self.completion_tokens += usage.completion_tokens
-            self.total_tokens += usage.total_tokens
+            self.usage += usage
             self.models[model] = self.models.get(model, 0) + 1
             if cost is not None:
                 self.cost = (self.cost or 0.0) + cost
@@ -90,9 +84,9 @@ class Spend:
         return {
             "test": test,
             "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "tokens": self.total_tokens,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "tokens": self.usage.total_tokens,
             "cost": self.cost,
             "models": dict(self.models),
         }

@@ -24,6 +24,18 @@ The convention, for whoever writes a page:
   a plain ``pytest`` must pass again from the cassettes alone, with a placeholder key. The
   recording must have reached the model. ``reply``: what the scripted model answers to
   every request (with ``record``; default ``ok``).
+- **A page whose model must answer request by request** (JSON votes for judges, tool calls
+  for an agent) scripts it in a hidden comment, anywhere on the page, instead of ``reply``::
+
+      <!-- docs-model
+      def reply(body):
+          if body.get("tools"):
+              return Reply(tool_calls=[ToolCallSpec(name="lookup", arguments={"id": "A-1"})])
+          return Reply(content=json.dumps({"result": True, "reason": "polite"}))
+      -->
+
+  ``body`` is the request's JSON; ``Reply``, ``ToolCallSpec`` (``pytest_harness.testing``)
+  and ``json`` are at hand. It answers while the page's project records.
 
 Other blocks (``sh``, untitled ``toml``) are prose. Nothing is skipped: a block that cannot
 run fails its page's test, and the failure names the page and the block's line.
@@ -31,19 +43,21 @@ run fails its page's test, and the failure names the page and the block's line.
 
 from __future__ import annotations
 
+import json
 import linecache
 import re
 import shlex
 import sys
 import textwrap
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_harness.testing import LoopbackServer, Reply
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 
 class PageError(Exception):
@@ -51,14 +65,8 @@ class PageError(Exception):
 
 
 ROOT = Path(__file__).resolve().parent.parent
-# The README being rewritten: its blocks are fragments that call real providers. Strict, so
-# that the run that first passes it fails (XPASS) and this mark goes; until then its test
-# reports it as xfailed, with the reason, never as passed.
-README_PENDING = pytest.mark.xfail(
-    raises=PageError, strict=True, reason="README.md is being rewritten to the docs-test convention"
-)
 PAGES = [
-    pytest.param("README.md", marks=README_PENDING),
+    "README.md",
     *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/**/*.md")),
 ]
 
@@ -74,6 +82,9 @@ REPLAY_KEY = "placeholder"  # the OpenAI SDK wants a key; in replay the cassette
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<info>.*)$")
 TITLE = re.compile(r'\btitle="(?P<title>[^"]*)"')
 COMMENT = re.compile(r"^[ \t]*<!--[ \t]*docs-test:(?P<body>.*?)-->[ \t]*$")
+# A page's scripted model, hidden from readers: an HTML comment holding Python that defines
+# ``reply(body) -> Reply`` (``Reply``, ``ToolCallSpec`` and ``json`` are at hand).
+MODEL = re.compile(r"^<!--[ \t]*docs-model[ \t]*\n(?P<code>.*?)^-->[ \t]*$", re.M | re.S)
 SETTING = re.compile(r'[ \t]*(?P<key>[\w-]+)(?:="(?P<value>[^"]*)")?[ \t]*')
 
 
@@ -178,8 +189,11 @@ class Docs:
         blocks = [block for block in read_blocks(text, name) if block.runs]
         self.run_snippets(text, name, [block for block in blocks if block.title is None])
         files = [block for block in blocks if block.title is not None]
+        model = read_model(text, name)
+        if model is not None and not files:
+            raise PageError(f"{name}: a docs-model comment needs a project (titled blocks)")
         if files:
-            self.run_project(name, files)
+            self.run_project(name, files, model)
 
     def run_snippets(self, text: str, name: str, snippets: list[Block]) -> None:
         """Run the snippets in order in one module's namespace; tracebacks show the page."""
@@ -207,7 +221,9 @@ class Docs:
                     + (f" (at {name}:{where})" if where is not None else "")
                 ) from error
 
-    def run_project(self, name: str, files: list[Block]) -> None:
+    def run_project(
+        self, name: str, files: list[Block], model: Callable[[Any], Reply] | None = None
+    ) -> None:
         """Write the titled blocks into the project and run pytest there."""
         settings = _project_settings(name, files)
         expected = _outcomes(name, settings.get("outcomes"))
@@ -220,19 +236,21 @@ class Docs:
         label = f"{name}: the page's project [{where}]"
         args = [*PYTEST_ARGS, *shlex.split(settings.get("args", ""))]
         if "record" not in settings:
-            if "reply" in settings:
-                raise PageError(f"{name}: docs-test reply= applies to record only")
+            if "reply" in settings or model is not None:
+                raise PageError(f"{name}: docs-test reply= and docs-model apply to record only")
             _check(label, "running", args, self._pytest(args), expected)
             return
+        if model is not None and "reply" in settings:
+            raise PageError(f"{name}: a page scripts its model with reply= or docs-model, not both")
         reply = Reply(content=settings.get("reply") or "ok")
-        with LoopbackServer(lambda body: reply) as model:
-            self._provider(model.url, RECORDING_KEY)
+        with LoopbackServer(model or (lambda body: reply)) as model_server:
+            self._provider(model_server.url, RECORDING_KEY)
             live = ["--harness-live", *args]
             _check(label, "recording", live, self._pytest(live), expected)
-            calls = len(model.requests)
+            calls = len(model_server.requests)
         if not calls:
             raise PageError(f"{label}: recorded no model call, so replaying it proves nothing")
-        self._provider(model.url, REPLAY_KEY)  # the server is gone: only cassettes answer
+        self._provider(model_server.url, REPLAY_KEY)  # the server is gone: only cassettes answer
         _check(label, "replaying offline", args, self._pytest(args), expected)
 
     def _write(self, name: str, block: Block) -> None:
@@ -250,8 +268,26 @@ class Docs:
 
     def _pytest(self, args: list[str]) -> pytest.RunResult:
         # A subprocess, as a user runs it: a project may import anything (litellm cannot be
-        # imported twice in one process, and pytester's in-process runs forget modules).
+        # imported twice in one process, and pytester's in-process runs forget modules). In
+        # the project's folder, whatever folder the page's snippets ran in.
+        self.monkeypatch.chdir(self.pytester.path)
         return self.pytester.runpytest_subprocess(*args, timeout=300)
+
+
+def read_model(text: str, name: str) -> Callable[[Any], Reply] | None:
+    """The page's ``reply(body)`` from its docs-model comment, or None when it has none."""
+    found = list(MODEL.finditer(text))
+    if not found:
+        return None
+    line = text[: found[0].start("code")].count("\n")
+    if len(found) > 1:
+        raise PageError(f"{name}:{line}: a page has one docs-model comment")
+    namespace: dict[str, Any] = {"Reply": Reply, "ToolCallSpec": ToolCallSpec, "json": json}
+    exec(compile("\n" * line + found[0]["code"], name, "exec"), namespace)
+    handler = namespace.get("reply")
+    if not callable(handler):
+        raise PageError(f"{name}:{line}: a docs-model comment defines reply(body) -> Reply")
+    return handler  # type: ignore[no-any-return]
 
 
 def _project_settings(name: str, files: list[Block]) -> dict[str, str]:
@@ -490,3 +526,78 @@ def test_record_must_replay_offline(docs: Docs, tmp_path: Path) -> None:
     )
     with pytest.raises(PageError, match=r"failed while replaying offline .*exit code 1"):
         docs.run_page(page)
+
+
+def test_a_docs_model_answers_request_by_request_while_recording(
+    docs: Docs, tmp_path: Path
+) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        # A page whose model answers each request by its content
+
+        <!-- docs-model
+        def reply(body):
+            asked = body["messages"][-1]["content"]
+            return Reply(content=json.dumps({"echo": asked}))
+        -->
+
+        <!-- docs-test: record -->
+        ```python title="test_echo.py"
+        import json
+
+        import openai
+        import pytest
+
+
+        @pytest.mark.harness
+        @pytest.mark.parametrize("word", ["one", "two"])
+        def test_echo(word):
+            client = openai.OpenAI()
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": word}]
+            )
+            assert json.loads(reply.choices[0].message.content) == {"echo": word}
+        ```
+        """,
+    )
+    docs.run_page(page)
+
+
+def test_a_docs_model_without_reply_is_named(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        # A page
+
+        <!-- docs-model
+        answer = 42
+        -->
+
+        ```python title="test_x.py"
+        def test_x():
+            pass
+        ```
+        """,
+    )
+    with pytest.raises(PageError, match=r"fake.md:\d+: a docs-model comment defines reply"):
+        docs.run_page(page)
+
+
+def test_a_page_with_snippets_and_a_project_runs_both(docs: Docs, tmp_path: Path) -> None:
+    page = write_page(
+        tmp_path,
+        """\
+        # A page
+
+        ```python
+        greeting = "hello"
+        ```
+
+        ```python title="test_project.py"
+        def test_runs_in_the_project():
+            pass
+        ```
+        """,
+    )
+    docs.run_page(page)

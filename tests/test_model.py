@@ -327,3 +327,25 @@ def test_the_providers_response_id_is_kept(server: LoopbackServer) -> None:
     plain = complete("hi", model=server.model, **server.params)
     streamed = complete("hi", model=server.model, stream=True, **server.params)
     assert (plain.id, streamed.id) == ("chatcmpl-loopback-1", "chatcmpl-loopback-2")
+
+
+def test_usages_add_and_sum_to_one_total() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from pytest_harness import Usage
+
+    counts = st.integers(min_value=0, max_value=10**9)
+    usages = st.builds(Usage, prompt_tokens=counts, completion_tokens=counts, total_tokens=counts)
+
+    @given(st.lists(usages, max_size=8))
+    def adds(items: list[Usage]) -> None:
+        total = sum(items, Usage())
+        assert total.prompt_tokens == sum(u.prompt_tokens for u in items)
+        assert total.completion_tokens == sum(u.completion_tokens for u in items)
+        assert total.total_tokens == sum(u.total_tokens for u in items)
+        assert Usage() + total == total
+
+    adds()
+    with pytest.raises(TypeError):
+        _ = Usage() + 1  # type: ignore[operator]

@@ -34,6 +34,7 @@ from pytest_harness.errors import (
 
 if TYPE_CHECKING:
     from pytest_harness._cassettes.wire import Recognised
+    from pytest_harness._response import ModelResponse
 
 SUFFIX = ".yaml"
 
@@ -125,6 +126,9 @@ class CassetteSlot:
             "Accept-Encoding": "gzip, deflate",
         }
         return kwargs
+
+    def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
+        return response  # the traffic watch reads what the cassette played or recorded
 
     def translate(self, error: BaseException) -> BaseException | None:
         return find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))

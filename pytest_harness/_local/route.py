@@ -140,6 +140,10 @@ class LocalRoute:
             return kwargs
         return make_route(endpoint(live=self.live))(kwargs)
 
+    def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
+        """The embedded model's tool calls, read back from its JSON reply."""
+        return received(kwargs, response)
+
     def translate(self, error: BaseException) -> BaseException | None:
         """The server's death behind a failed call, if it died (see ``failure``)."""
         if not self.live:
@@ -228,7 +232,7 @@ def stop_local_server() -> None:
             _server = None
 
 
-MARK = "_harness_local_tools"  # kwargs key the seam reads (and never sends)
+MARK = "_harness_local_tools"  # the route's note that it offered tools (never sent)
 
 
 def offer(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +246,11 @@ def offer(kwargs: dict[str, Any]) -> dict[str, Any]:
     kwargs["messages"] = _plain(kwargs.get("messages") or [], _guide(callable_, answer))
     kwargs[MARK] = True
     return kwargs
+
+
+def received(kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
+    """``response`` to a call with these kwargs: read back when the route offered tools."""
+    return receive(response) if kwargs.get(MARK) else response
 
 
 def receive(response: ModelResponse) -> ModelResponse:

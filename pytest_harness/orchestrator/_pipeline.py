@@ -44,26 +44,26 @@ class Tally:
     """Requests, tokens and cost of a run so far."""
 
     requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     cost: float | None = None
 
     def add(self, response: ModelResponse) -> None:
         """Add a response's tokens and cost (not a request: ``count_usage`` counts those)."""
-        self.prompt_tokens += response.usage.prompt_tokens
-        self.completion_tokens += response.usage.completion_tokens
-        self.total_tokens += response.usage.total_tokens
+        self.usage += response.usage
         if response.cost is not None:
             self.cost = (self.cost or 0.0) + response.cost
 
     @property
-    def usage(self) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            total_tokens=self.total_tokens,
-        )
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.usage.total_tokens
 
 
 @dataclass(frozen=True, slots=True)

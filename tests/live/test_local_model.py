@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +26,16 @@ import pytest
 from pytest_harness import _scope as scope
 from pytest_harness import acomplete, complete
 from pytest_harness._local.install import ensure_installed, model_file
-from pytest_harness._local.route import LITELLM_NAME, LOCAL_MODEL, REPLAY_BASE, Route, make_route
+from pytest_harness._local.route import (
+    LITELLM_NAME,
+    LOCAL_MODEL,
+    REPLAY_BASE,
+    Route,
+    make_route,
+    received,
+)
 from pytest_harness._local.server import LocalServer
+from pytest_harness._response import ModelResponse
 from pytest_harness.errors import LocalModelError
 
 # The live tests talk to their own server: no cassette is read or written.
@@ -172,6 +180,9 @@ class RouteHook:
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return self.route(kwargs)
+
+    def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
+        return received(kwargs, response)
 
     def translate(self, error: BaseException) -> BaseException | None:
         return None

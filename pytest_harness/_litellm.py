@@ -28,7 +28,7 @@ from pytest_harness._response import (
 from pytest_harness._scope import NOTE_PREFIX
 from pytest_harness.errors import ProviderResponseError
 
-_litellm: Any = None
+_library: Any = None
 # litellm's own "internal call" switch: no success-logging thread or logging-worker task per
 # call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
 # is a third of litellm's per-call overhead in replay. Kept when the user asks for
@@ -40,8 +40,8 @@ _UNPRICED: set[tuple[str | None, str]] = set()  # models litellm has no price fo
 
 def lib() -> Any:
     """litellm, imported on first use and configured for testing."""
-    global _litellm, _QUIET
-    if _litellm is None:
+    global _library, _QUIET
+    if _library is None:
         _env.apply()
         _quiet_imports.install("litellm")
         import litellm
@@ -59,8 +59,8 @@ def lib() -> Any:
             litellm.callbacks = []
             litellm.success_callback = []
             litellm.failure_callback = []
-        _litellm = litellm
-    return _litellm
+        _library = litellm
+    return _library
 
 
 def load() -> None:
@@ -79,7 +79,7 @@ async def settle() -> None:
     harness's sync facade runs a fresh loop per call: without this, each closed loop leaves a
     task behind and litellm warns "event loop changed" on the next call.
     """
-    if _litellm is None:
+    if _library is None:
         return
     try:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER

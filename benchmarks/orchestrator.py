@@ -37,9 +37,7 @@ from tabulate import tabulate
 from pytest_harness import _model as model
 from pytest_harness import _scope as scope
 from pytest_harness._cassettes.slot import CassetteSlot
-from pytest_harness.orchestrator._loop import Orchestrator
-from pytest_harness.orchestrator._middleware import count_usage
-from pytest_harness.orchestrator._tools import tool
+from pytest_harness.orchestrator import Orchestrator, count_usage, tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 NAP = 0.5

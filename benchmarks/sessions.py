@@ -44,7 +44,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_harness.orchestrator._sessions import SessionStore, resume
+from pytest_harness.orchestrator import SessionStore
+from pytest_harness.orchestrator._sessions import resume
 
 SIZE = 1000
 SAVES = 20  # incremental saves per round

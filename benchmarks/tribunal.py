@@ -53,14 +53,13 @@ from typing import Any, TypeAlias
 
 from tabulate import tabulate
 
-from pytest_harness import _litellm
 from pytest_harness import _model as model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
 from pytest_harness._cassettes import matching
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal._tribunal import Tribunal
+from pytest_harness.tribunal import Tribunal
 
 PANEL_SIZE = 16
 DELAY_S = 0.5
@@ -149,7 +148,7 @@ def panel_round(params: dict[str, Any]) -> dict[str, float]:
 
 async def gather_bare(params: dict[str, Any]) -> float:
     """16 concurrent ``litellm.acompletion`` calls; return the seconds of the gather alone."""
-    litellm = _litellm.lib()
+    litellm = model.lib()
     messages = [{"role": "user", "content": INPUT}]
     started = time.perf_counter()
     await asyncio.gather(

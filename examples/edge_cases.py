@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_harness import Agent
-from pytest_harness.team import SharedState
-from pytest_harness.team._findings import KnowledgeStore
+from pytest_harness.team import KnowledgeStore, SharedState
 
 
 class Customer(Agent):

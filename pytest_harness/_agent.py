@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pytest_harness import _aio, _litellm
+from pytest_harness import _aio
 from pytest_harness import _model as model
 from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._response import ModelResponse, TokenCallback, Usage
@@ -160,7 +160,7 @@ class Agent:
         if self.structured is not None:
             return self.structured
         # The embedded model does: its route hands the schema to llama.cpp's grammar.
-        return model_name == LOCAL_MODEL or _litellm.supports_schema(model_name)
+        return model_name == LOCAL_MODEL or model.supports_schema(model_name)
 
     # Calling -----------------------------------------------------------------------------
 

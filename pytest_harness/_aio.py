@@ -141,9 +141,9 @@ async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 async def _settle_litellm() -> None:
-    from pytest_harness import _litellm
+    from pytest_harness import _model
 
-    await _litellm.settle()
+    await _model.settle()
 
 
 atexit.register(close_loops)

@@ -3,25 +3,47 @@
 ``complete`` / ``acomplete`` return a plain, frozen ``ModelResponse``. A call is built once
 (``request``: the model after ``--harness-model``, the scope's timeout and retries, then the
 scope's call hooks: the embedded-model route and the test's cassette) and sent once
-(``send`` / ``asend``, through ``_litellm``). On the way back every response is checked by
+(``send`` / ``asend``, through litellm). On the way back every response is checked by
 the ``ResponseValidator`` under the policy of the current test (``harness_degenerate``), and
 a response that passes is reported to the scope's listeners (topic ``"response"``).
 
-litellm is imported on the first call, never before, and only by ``_litellm``.
+litellm sits behind the seam, here: the only module of the package that imports it (about
+1.5 s and 165 MB), on the first call and never before (``lib``). ``completion`` /
+``acompletion`` take the keyword arguments the seam built, add what litellm itself needs,
+make the call, drain a stream (passing text deltas to ``on_token``) and read the answer into
+a ``ModelResponse``: text, reasoning, tool calls, usage and cost.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, overload
 
-from pytest_harness import _litellm
+from pytest_harness import _env, _quiet_imports
 from pytest_harness import _scope as scope
-from pytest_harness._response import Messages, ModelResponse, ResponseValidator, TokenCallback
-from pytest_harness.errors import DegenerateResponse, HarnessWarning, InvalidResponse, quote
+from pytest_harness._response import (
+    Messages,
+    ModelResponse,
+    ResponseValidator,
+    TokenCallback,
+    Usage,
+    read_completion,
+    read_stream,
+)
+from pytest_harness._scope import NOTE_PREFIX
+from pytest_harness.errors import (
+    DegenerateResponse,
+    HarnessWarning,
+    InvalidResponse,
+    ProviderResponseError,
+    quote,
+)
 
 _VALIDATOR = ResponseValidator()
 _PROBLEMS = {
@@ -158,7 +180,7 @@ def send(
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
     with _clearer_errors(call), scope.seam_call():
-        response = _litellm.completion(
+        response = completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -174,7 +196,7 @@ async def asend(
 ) -> ModelResponse:
     """Async twin of ``send``."""
     with _clearer_errors(call), scope.seam_call():
-        response = await _litellm.acompletion(
+        response = await acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -260,3 +282,286 @@ def _problem_error(
     )
     kind = DegenerateResponse if problem == "degenerate" else InvalidResponse
     return kind(message, response=response, reason=problem, model=response.model)
+
+
+_library: Any = None
+# litellm's own "internal call" switch: no success-logging thread or logging-worker task per
+# call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
+# is a third of litellm's per-call overhead in replay. Kept when the user asks for
+# litellm's callbacks (HARNESS_LITELLM_CALLBACKS=1).
+_QUIET: Any = None
+_SCHEMA_SUPPORT: dict[str, bool] = {}
+_UNPRICED: set[tuple[str | None, str]] = set()  # models litellm has no price for: don't ask again
+
+
+def lib() -> Any:
+    """litellm, imported on first use and configured for testing."""
+    global _library, _QUIET
+    if _library is None:
+        _env.apply()
+        _quiet_imports.install("litellm")
+        import litellm
+
+        litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
+        litellm.telemetry = False
+        if not os.environ.get("HARNESS_LITELLM_CALLBACKS"):
+            try:
+                from litellm._internal_context import is_internal_call
+
+                _QUIET = is_internal_call
+            except ImportError:  # older litellm: nothing to switch off
+                _QUIET = None
+            litellm.cache = None
+            litellm.callbacks = []
+            litellm.success_callback = []
+            litellm.failure_callback = []
+        _library = litellm
+    return _library
+
+
+def load() -> None:
+    """Import litellm now (about 1.5 s), so that the first call's clock does not pay for it.
+
+    A tribunal calls this before its deadline starts: otherwise the import, which blocks the
+    event loop, would count against the panel's timeout.
+    """
+    lib()
+
+
+async def settle() -> None:
+    """Let litellm's background logging worker finish on the running loop, then stop it.
+
+    litellm queues a logging task after each async call on a worker bound to the loop. The
+    harness's sync facade runs a fresh loop per call: without this, each closed loop leaves a
+    task behind and litellm warns "event loop changed" on the next call.
+    """
+    if _library is None:
+        return
+    try:
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+    except ImportError:  # a litellm without the worker has nothing to settle
+        return
+    await GLOBAL_LOGGING_WORKER.flush()
+    await GLOBAL_LOGGING_WORKER.stop()
+
+
+def supports_schema(model: str) -> bool:
+    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge)."""
+    known = _SCHEMA_SUPPORT.get(model)
+    if known is None:
+        try:
+            known = bool(lib().supports_response_schema(model=model))
+        except Exception:  # litellm raises for model names it cannot place
+            known = False
+        _SCHEMA_SUPPORT[model] = known
+    return known
+
+
+def quiet_warnings() -> None:
+    """Ignore the warnings litellm's own code causes on every call, by category and origin.
+
+    Never by message text: texts change between releases. Under a user's
+    ``filterwarnings = error`` each of these would fail the call it happens in:
+
+    * litellm touches deprecated pydantic attributes on each streamed chunk (pydantic
+      attributes the warning to litellm's line): every warning from litellm's modules.
+    * litellm defers building the schemas of its ~800 pydantic models to their first use,
+      inside a call; pydantic then warns about litellm's types (``ReadOnly`` items of its
+      TypedDicts) from its schema generator: that origin's ``UserWarning``. A user's own
+      model that warns there while its schema is built is quiet inside harness tests too.
+
+    Warnings litellm's modules raise while they load (the application's imports too, from
+    its first test on) are silenced at that import (``_quiet_imports``, installed here and
+    by ``lib``, not when pytest starts: an import hook costs every later import a call). The
+    plugin calls this inside pytest's per-test warning capture, so the filters are undone
+    after each test.
+    """
+    _quiet_imports.install("litellm")
+    warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
+    warnings.filterwarnings(
+        "ignore", category=UserWarning, module=r"pydantic\._internal\._generate_schema$"
+    )
+
+
+def completion(
+    kwargs: dict[str, Any],
+    *,
+    model: str,
+    on_token: TokenCallback | None,
+    on_reasoning: TokenCallback | None = None,
+) -> ModelResponse:
+    """Make one litellm call and read its answer.
+
+    Args:
+        kwargs: the call's arguments as the seam built them (after its call hooks).
+        model: the model the caller asked for (after ``--harness-model``): what the
+            response reports and what its cost is looked up for.
+        on_token: called with each text delta of a streamed answer.
+        on_reasoning: called with each reasoning delta of a streamed answer.
+    """
+    litellm, started = lib(), time.perf_counter()
+    stream = bool(kwargs.get("stream"))
+    with _internal_call():
+        raw = litellm.completion(**_for_litellm(kwargs))
+        if stream:
+            return _from_stream(model, _drain(raw, on_token, on_reasoning), raw, started)
+        return _from_completion(model, raw, started)
+
+
+async def acompletion(
+    kwargs: dict[str, Any],
+    *,
+    model: str,
+    on_token: TokenCallback | None,
+    on_reasoning: TokenCallback | None = None,
+) -> ModelResponse:
+    """Async twin of ``completion``."""
+    litellm, started = lib(), time.perf_counter()
+    stream = bool(kwargs.get("stream"))
+    with _internal_call():
+        raw = await litellm.acompletion(**_for_litellm(kwargs))
+        if stream:
+            chunks = [chunk async for chunk in _adrain(raw, on_token, on_reasoning)]
+            return _from_stream(model, chunks, raw, started)
+        return _from_completion(model, raw, started)
+
+
+@contextmanager
+def _internal_call() -> Iterator[None]:
+    token = _QUIET.set(True) if _QUIET is not None else None
+    try:
+        yield
+    finally:
+        if token is not None and _QUIET is not None:
+            _QUIET.reset(token)
+
+
+def _for_litellm(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What litellm needs beyond an OpenAI-style request."""
+    kwargs = dict(kwargs)
+    for key in [key for key in kwargs if key.startswith(NOTE_PREFIX)]:
+        del kwargs[key]  # a call hook's note to itself, not litellm's
+    if kwargs.get("tools"):
+        # litellm's MCP bridge imports the optional `mcp` package for any call with tools
+        # (and fails without it); the harness runs tools itself, never over MCP.
+        kwargs["_skip_mcp_handler"] = True
+    if kwargs.get("stream"):
+        kwargs.setdefault("stream_options", {"include_usage": True})
+    kwargs.setdefault("caching", False)
+    return kwargs
+
+
+def _drain(
+    stream: Iterable[Any], on_token: TokenCallback | None, on_reasoning: TokenCallback | None
+) -> list[Any]:
+    """Collect a sync stream's chunks; a stream cut off mid-way keeps what arrived."""
+    chunks: list[Any] = []
+    iterator: Iterator[Any] = iter(stream)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return chunks
+        except Exception:
+            if not chunks:
+                raise
+            return chunks  # interrupted: no finish reason will be recorded
+        chunks.append(chunk)
+        _emit(chunk, on_token, on_reasoning)
+
+
+async def _adrain(
+    stream: Any, on_token: TokenCallback | None, on_reasoning: TokenCallback | None
+) -> AsyncIterator[Any]:
+    iterator = stream.__aiter__()
+    first = True
+    while True:
+        try:
+            chunk = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        except Exception:
+            if first:
+                raise
+            return
+        first = False
+        _emit(chunk, on_token, on_reasoning)
+        yield chunk
+
+
+def _emit(chunk: Any, on_token: TokenCallback | None, on_reasoning: TokenCallback | None) -> None:
+    if on_token is None and on_reasoning is None:
+        return
+    choices = getattr(chunk, "choices", None) or []
+    delta = getattr(choices[0], "delta", None) if choices else None
+    if delta is None:
+        return
+    text = getattr(delta, "content", None)
+    if text and on_token is not None:
+        on_token(text)
+    thought = getattr(delta, "reasoning_content", None)
+    if thought and on_reasoning is not None:
+        on_reasoning(thought)
+
+
+def _from_completion(model: str, raw: Any, started: float) -> ModelResponse:
+    data = _as_dict(raw)
+    choices = data.get("choices") or []
+    if not choices or not isinstance(choices[0], Mapping):
+        raise ProviderResponseError(
+            f"model {model!r} answered without any choice: {json.dumps(data)[:300]}. "
+            "The provider's reply is not a chat completion; check api_base and the model name."
+        )
+    return read_completion(
+        data, model=model, cost=lambda usage: _cost(model, usage, raw), started=started
+    )
+
+
+def _from_stream(model: str, chunks: list[Any], stream: Any, started: float) -> ModelResponse:
+    # litellm closes every stream with a finish reason, even one the provider never sent;
+    # what the provider sent is kept on the wrapper.
+    return read_stream(
+        [_as_dict(chunk) for chunk in chunks],
+        finish_reason=getattr(stream, "received_finish_reason", None),
+        model=model,
+        cost=lambda usage: _cost(model, usage),
+        started=started,
+    )
+
+
+def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:
+    """USD cost: litellm's own figure for the response, else from its price map, else None."""
+    hidden = getattr(raw, "_hidden_params", None) or {}
+    if isinstance(hidden, Mapping) and isinstance(hidden.get("response_cost"), (int, float)):
+        return float(hidden["response_cost"])
+    return price(model, usage)
+
+
+def price(model: str, usage: Usage, provider: str | None = None) -> float | None:
+    """The cost of ``usage`` on ``model`` from litellm's price map, or None when unpriced."""
+    if (provider, model) in _UNPRICED:
+        return None
+    try:
+        prompt, completion = lib().cost_per_token(
+            model=model,
+            custom_llm_provider=provider,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+        )
+    except Exception:  # litellm raises a bare Exception for models it has no price for
+        _UNPRICED.add((provider, model))
+        return None
+    return float(prompt) + float(completion)
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        result = dump()
+        if isinstance(result, dict):
+            return result
+    raise ProviderResponseError(
+        f"expected a chat completion from litellm, got {type(obj).__name__}: {obj!r:.200}"
+    )

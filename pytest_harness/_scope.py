@@ -5,12 +5,15 @@ built on it read it with ``current()``. A plain module global rather than a Cont
 test may call the model from a worker thread, which would not inherit a ContextVar, and
 pytest runs one test at a time per process.
 
-Features report what happened through one list, ``Scope.listeners``: ``emit(topic,
-payload)`` calls each listener with both. Topics:
+The core reports to the pytest layer by one path: ``emit(topic, payload)`` calls the
+listeners the scope holds for that topic (``Scope.listeners``, topic -> callables), each
+with the payload. The topics (``TOPICS``):
 
 - ``"response"``: a ``ModelResponse`` that passed the degenerate-output check;
 - ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None);
-- ``"run"``: an orchestrator ``Run`` that ended (whatever its stop reason).
+- ``"run"``: an orchestrator ``Run`` that ended (whatever its stop reason);
+- ``"transcript"``: a simulated conversation's ``Transcript``;
+- ``"calibration"``: a finished ``Calibration``.
 
 ``seam_call()`` marks the HTTP traffic of a model seam call (a ContextVar: it belongs to
 the call, in whatever thread or task makes it), so the test's traffic watch leaves to the
@@ -21,6 +24,7 @@ Nothing is imported here beyond the standard library: the plugin uses it in ever
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,7 +35,14 @@ if TYPE_CHECKING:
     from pytest_harness._response import ModelResponse
     from pytest_harness._settings import DegenerateMode
 
-Listener: TypeAlias = Callable[[str, Any], None]
+TOPICS = ("response", "tribunal", "run", "transcript", "calibration")
+Listener: TypeAlias = Callable[[Any], None]
+Listeners: TypeAlias = Mapping[str, tuple[Listener, ...]]
+
+
+def everything(listener: Callable[[str, Any], None]) -> Listeners:
+    """Listeners that call ``listener(topic, payload)`` for every topic."""
+    return {topic: (functools.partial(listener, topic),) for topic in TOPICS}
 
 
 class CallHook(Protocol):
@@ -67,7 +78,7 @@ class Scope:
         replay: whether model calls are answered from cassettes only (no recording): what
             a retry would ask again is what was recorded, so retrying is pointless.
         test_id: the pytest node id of the running test, for messages.
-        listeners: called as ``listener(topic, payload)`` by ``emit``.
+        listeners: topic -> what ``emit(topic, payload)`` calls with the payload.
         call_hooks: call-time behaviour of every call, applied in order (the cassette).
         routes: call-time behaviour of the calls to one model name, applied before the call
             hooks (``"local"``: the embedded model's route). A call to another model never
@@ -80,7 +91,7 @@ class Scope:
     timeout: float | None = None
     replay: bool = False
     test_id: str | None = None
-    listeners: tuple[Listener, ...] = ()
+    listeners: Listeners = field(default_factory=dict)
     call_hooks: tuple[CallHook, ...] = ()
     routes: Mapping[str, CallHook] = field(default_factory=dict)
 
@@ -120,9 +131,9 @@ def override(**changes: Any) -> Iterator[Scope]:
 
 
 def emit(topic: str, payload: Any) -> None:
-    """Tell every listener of the scope in force that ``topic`` happened."""
-    for listener in _current.listeners:
-        listener(topic, payload)
+    """Tell the listeners of the scope in force for ``topic`` that it happened."""
+    for listener in _current.listeners.get(topic, ()):
+        listener(payload)
 
 
 _seam_call: ContextVar[bool] = ContextVar("pytest_harness_seam_call", default=False)

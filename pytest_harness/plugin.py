@@ -297,7 +297,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     resolved = config.stash.get(SETTINGS, None)
     controller = getattr(config, "workerinput", None) is None  # the last one out
     if controller and resolved is not None and resolved.max_session_cost is not None:
-        from pytest_harness import _spend as spend
+        from pytest_harness import _watch as spend
 
         spend.forget(config.stash[RUN_ID])  # the session's spend ledger
 

@@ -160,7 +160,9 @@ def test_a_setup_error_ends_the_calibration(server: LoopbackServer) -> None:
     no_model = type("NoModel", (Agent,), {"instructions": "Right", "output": SCHEMA})
     heard: list[str] = []
     with (
-        scope.activate(scope.Scope(listeners=(lambda topic, payload: heard.append(topic),))),
+        scope.activate(
+            scope.Scope(listeners=scope.everything(lambda topic, _: heard.append(topic)))
+        ),
         pytest.raises(ConfigError, match="agent NoModel has no model"),
     ):
         calibrate(panel("Unset", [no_model]), SET)
@@ -170,7 +172,9 @@ def test_a_setup_error_ends_the_calibration(server: LoopbackServer) -> None:
 def test_only_the_calibration_is_reported(judges: dict[str, type[Agent]]) -> None:
     heard: list[tuple[str, Any]] = []
     quality = panel("Quality", [judges["Right"], judges["Yes"], judges["Mostly"]])
-    with scope.activate(scope.Scope(listeners=(lambda *event: heard.append(event),))):
+    with scope.activate(
+        scope.Scope(listeners=scope.everything(lambda *event: heard.append(event)))
+    ):
         calibration = calibrate(quality, SET, probes=["padding"])
     topics = [topic for topic, _ in heard]
     assert "tribunal" not in topics  # 10 panels and 30 probe runs, none reported alone
@@ -218,7 +222,9 @@ def test_assert_calibrated_fails_with_the_failures_and_the_tables(
     quality = panel("Quality", [judges["Right"], judges["Yes"], judges["Mostly"]])
     heard: list[Any] = []
     with (
-        scope.activate(scope.Scope(listeners=(lambda topic, payload: heard.append(payload),))),
+        scope.activate(
+            scope.Scope(listeners=scope.everything(lambda _, payload: heard.append(payload)))
+        ),
         pytest.raises(AssertionError) as raised,
     ):
         assert_calibrated(quality, SET, min_accuracy=0.95)

@@ -50,10 +50,10 @@ def _heavy_imports_first() -> None:
     import openai  # noqa: F401
     import requests  # noqa: F401
 
-    from pytest_harness import _litellm, tribunal  # noqa: F401
+    from pytest_harness import _model, tribunal  # noqa: F401
     from pytest_harness._cassettes import store
 
-    _litellm.lib()
+    _model.lib()
     assert store.HarnessCassette
 
 

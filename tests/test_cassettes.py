@@ -30,10 +30,10 @@ def ask():
 
 @pytest.fixture(scope="module", autouse=True)
 def _heavy_imports_first() -> None:
-    from pytest_harness import _litellm
+    from pytest_harness import _model
     from pytest_harness._cassettes import store
 
-    _litellm.lib()
+    _model.lib()
     assert store.HarnessCassette
 
 

@@ -28,7 +28,7 @@ from pytest_harness import plugin, testing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_EXTRA = ("mkdocs", "material", "mkdocstrings")
-TABS = ["Home", "Getting started", "Reference"]
+TABS = ["Home", "Getting started", "Guides", "Migration notes", "Reference"]
 # Each API page and the namespace it documents.
 NAMESPACES = {
     "index": "pytest_harness",
@@ -46,10 +46,25 @@ NAMESPACES = {
         )
     },
 }
+GUIDES = {
+    "response-checks": "Response checks",
+    "cassettes": "Cassettes and application traffic",
+    "embedded-model": "The embedded model",
+    "tribunals": "Judges and tribunals",
+    "trustworthy-evaluation": "Evaluation you can trust",
+    "orchestrator": "Agents and the orchestrator",
+    "teams": "Teams and scenarios",
+    "simulated-users": "Simulated users",
+    "property-tests": "Property tests",
+    "reports": "Reports",
+    "ci": "xdist and CI",
+}
 # The site's pages, in the order of the navigation (mkdocs.yml's nav).
 NAVIGATION = [
     ("Home", "index.html"),
     ("Getting started", "getting-started.html"),
+    *((name, f"guides/{page}.html") for page, name in GUIDES.items()),
+    ("Migration notes", "migration.html"),
     ("Options", "reference/options.html"),
     ("Ini keys", "reference/ini.html"),
     ("Markers", "reference/markers.html"),

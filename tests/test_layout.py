@@ -32,7 +32,7 @@ PACKAGE = "pytest_harness"
 # Private attributes of other libraries' objects, read on purpose (and only these).
 FOREIGN_PRIVATE = {
     "_getframe": "sys._getframe: is a decorator called in a class body (tribunal.declarations)",
-    "_hidden_params": "litellm keeps a response's cost there (_litellm)",
+    "_hidden_params": "litellm keeps a response's cost there (the model seam)",
     "_to_dict": "vcrpy's Request serialises itself there (cassettes.store)",
 }
 
@@ -242,3 +242,13 @@ def _public_constants(tree: ast.Module) -> Iterator[str]:
             alias = isinstance(node, ast.AnnAssign) and "TypeAlias" in ast.unparse(node.annotation)
             if not _private(target) and (target.isupper() or alias) and target != "__all__":
                 yield target
+
+
+def test_module_names_say_one_thing_each() -> None:
+    """No two modules share a name (``run.py`` three times meant three things)."""
+    names: dict[str, list[str]] = {}
+    for name in modules():
+        leaf = name.rpartition(".")[2].lstrip("_")
+        if name != PACKAGE and not _is_package(name, modules()):
+            names.setdefault(leaf, []).append(name)
+    assert {leaf: where for leaf, where in names.items() if len(where) > 1} == {}

@@ -267,7 +267,7 @@ def test_scope_timeout_bounds_a_slow_call(server: LoopbackServer) -> None:
 
 def test_listeners_see_every_accepted_response(server: LoopbackServer) -> None:
     seen: list[tuple[str, ModelResponse]] = []
-    with scope.override(listeners=(lambda topic, payload: seen.append((topic, payload)),)):
+    with scope.override(listeners=scope.everything(lambda *event: seen.append(event))):
         first = call(server, "sync")
         second = call(server, "async")
     assert seen == [("response", first), ("response", second)]
@@ -277,7 +277,7 @@ def test_listeners_do_not_hear_of_a_failed_response(server: LoopbackServer) -> N
     server.queue(Reply(content=""))
     seen: list[tuple[str, object]] = []
     with (
-        scope.override(listeners=(lambda topic, payload: seen.append((topic, payload)),)),
+        scope.override(listeners=scope.everything(lambda *event: seen.append(event))),
         pytest.raises(InvalidResponse),
     ):
         complete("hi", model=server.model, **server.params)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _litellm
+from pytest_harness import _model
 from pytest_harness.errors import ConfigError, RunFailed
 from pytest_harness.orchestrator._compaction import (
     SUMMARY_PROMPT,
@@ -195,7 +195,7 @@ def test_a_model_with_no_known_window_and_no_budget_never_compacts(
 
 def test_the_default_budget_is_a_fraction_of_the_models_window(server: LoopbackServer) -> None:
     # A model litellm knows, reached on loopback through api_base.
-    window = _litellm.lib().get_model_info("openai/gpt-4o-mini")["max_input_tokens"]
+    window = _model.lib().get_model_info("openai/gpt-4o-mini")["max_input_tokens"]
     server.handler = scripted
     compaction = Compaction(fraction=1200 / window, keep_recent=4)
     run = agent(server, compaction, model="openai/gpt-4o-mini").run(QUESTION)
@@ -287,7 +287,7 @@ def _heavy_imports_first() -> None:
     """pytester's in-process runs forget the modules they import; litellm cannot be re-imported."""
     from pytest_harness._cassettes import store
 
-    _litellm.lib()
+    _model.lib()
     assert store.HarnessCassette
 
 

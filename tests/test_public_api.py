@@ -136,6 +136,7 @@ NAMESPACES = {
         "Examples",
         "Labelled",
         "Padding",
+        "Perturbation",
         "Position",
         "Probe",
         "ProbeResult",

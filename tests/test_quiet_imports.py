@@ -1,7 +1,7 @@
 """litellm's own warnings never fail a ``filterwarnings = error`` suite, yet a user's still do.
 
 ``_quiet_imports`` silences what a package's modules raise while they load (by category and
-origin, never by message text); ``_litellm.quiet_warnings`` what litellm causes during a
+origin, never by message text); ``_model.quiet_warnings`` what litellm causes during a
 call. The first test runs the real thing: a three-judge tribunal in a fresh pytest process
 under ``-W error``, before anything has imported litellm. The others check the mechanism on
 small packages written for the test.

@@ -71,11 +71,11 @@ def judge(body: dict[str, Any]) -> Reply:
 def _heavy_imports_first() -> None:
     # Imported before the in-process runs, so every run shares one Tribunal class.
     from pytest_harness import _fixture as fixture
-    from pytest_harness import _litellm
+    from pytest_harness import _model
     from pytest_harness._cassettes import store
     from pytest_harness._report import tribunals
 
-    _litellm.lib()
+    _model.lib()
     assert all((store.HarnessCassette, fixture.Harness, tribunals.record))
 
 

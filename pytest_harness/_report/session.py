@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_harness import _drift as drift
 from pytest_harness import _samples as samples
-from pytest_harness import _spend as spend
+from pytest_harness import _watch as spend
 from pytest_harness._report import tribunals as report
 from pytest_harness._report.text import (
     CALIBRATION_PROPERTY,

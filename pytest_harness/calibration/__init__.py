@@ -2,9 +2,10 @@
 
 ``calibrate(Tribunal, "labels.jsonl")`` asks the tribunal about every labelled item and
 scores each judge and the panel against the labels (accuracy, Cohen's kappa), measures how
-the judges agree (Fleiss' kappa), then re-asks with bias probes (``Examples``, ``Position``,
-``Padding``, or your own ``Probe``) that must not move a fair verdict. ``assert_calibrated``
-fails the test below ``min_accuracy`` / ``min_kappa`` or when a probe flags a judge.
+the judges agree (Fleiss' kappa), then re-asks with bias probes (``Examples``,
+``Position``, ``Padding``, a ``Perturbation`` of your own, or any ``Probe``) that must not
+move a fair verdict. ``assert_calibrated`` fails the test below ``min_accuracy`` /
+``min_kappa`` or when a probe flags a judge.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pytest_harness.calibration._calibrate import (
     calibrate,
 )
 from pytest_harness.calibration._labels import Labelled
-from pytest_harness.calibration._probes import Examples, Padding, Position, Probe
+from pytest_harness.calibration._probes import Examples, Padding, Perturbation, Position, Probe
 from pytest_harness.calibration._result import Agreement, Calibration, ProbeResult, Score
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Examples",
     "Labelled",
     "Padding",
+    "Perturbation",
     "Position",
     "Probe",
     "ProbeResult",

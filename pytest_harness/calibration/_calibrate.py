@@ -114,7 +114,9 @@ async def acalibrate(
     check_thresholds(min_accuracy, min_kappa)
     items = labels.load(labelled, base=base)
     names = judge_labels(spec.__name__ for spec in specs)
-    kept = tuple(_without_tribunals(listener) for listener in scope.current().listeners)
+    kept = {
+        topic: heard for topic, heard in scope.current().listeners.items() if topic != "tribunal"
+    }
     with scope.override(listeners=kept):
         jobs = [_panel_job(tribunal, item, len(specs)) for item in items]
         asked = await in_groups(jobs, concurrency)
@@ -235,14 +237,6 @@ def _results(
 
 def _why(items: Sequence[Labelled], asked: Sequence[Asked], at: int | None) -> dict[str, str]:
     return {item.id: a.errors[at] for item, a in zip(items, asked, strict=True) if at in a.errors}
-
-
-def _without_tribunals(listener: scope.Listener) -> scope.Listener:
-    def kept(topic: str, payload: Any) -> None:
-        if topic != "tribunal":
-            listener(topic, payload)
-
-    return kept
 
 
 def _check_arguments(max_flip_rate: Any, concurrency: Any) -> None:

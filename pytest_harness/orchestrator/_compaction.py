@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_harness import _litellm
 from pytest_harness import _model as seam
 from pytest_harness._response import ModelResponse
 from pytest_harness.errors import CompactionFailed, ConfigError, describe, quote
@@ -277,7 +276,7 @@ def token_bound(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> 
 
 def count_tokens(target: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> int:
     """The prompt's tokens, by litellm's ``token_counter`` (no image is fetched for it)."""
-    counter = _litellm.lib().token_counter
+    counter = seam.lib().token_counter
     try:
         found = counter(
             model=target,
@@ -298,7 +297,7 @@ def context_window(target: str) -> int | None:
     """The model's input window (litellm's model info), or None (cached: litellm takes
     a tenth of a millisecond to say it does not know a model)."""
     try:
-        info = _litellm.lib().get_model_info(target)
+        info = seam.lib().get_model_info(target)
     except Exception:  # litellm raises for a model it does not know
         return None
     window = info.get("max_input_tokens")

@@ -1,6 +1,6 @@
 """The agent loop: prompt, model, tool calls, execute, send the results, repeat.
 
-Faithful to the seed's ``Orchestrator``: the system prompt goes on the first turn; every
+The loop: the system prompt goes on the first turn; every
 request goes through the middleware pipeline (whose innermost step is the model seam); once
 a response is complete (streamed or not) all of its tool calls run concurrently (asyncio
 tasks; each sync tool call in a daemon thread of its own), ``on_tool_call_start`` first

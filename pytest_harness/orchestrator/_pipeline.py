@@ -1,6 +1,6 @@
 """The middleware pipeline every model request of an orchestrator run goes through.
 
-Rack-style, as in the seed: a middleware is ``async def middleware(call, next) ->
+Rack-style: a middleware is ``async def middleware(call, next) ->
 ModelResponse``: it may read or change the ``ModelCall`` (the request env), must await
 ``next(call)`` to go on (or answer without it), and may read the response on the way back.
 The innermost step is the model seam (``model.asend``), so cassettes, the degenerate-output

@@ -7,7 +7,7 @@ its end and returns the child's answer as the tool's result. The parent keeps a 
 of its children, ``Orchestrator.children``: one ``SubagentEntry`` each (id, task, status,
 session id, the child and its run).
 
-Two ways to reach a running child, as in the seed:
+Two ways to reach a running child:
 
 * ``steer(entry, note)``: a note persisted in the child's session; the child sees it on its
   next request (the session middleware delivers it as a user message).
@@ -176,7 +176,7 @@ class SubagentProbe:
     """Peeks into subagents.
 
     Args:
-        model_factory: the test seam of the seed: called with the child's model name, it
+        model_factory: a test seam: called with the child's model name, it
             returns a chat callable (``messages -> response``; a ``ModelResponse``, anything
             with ``content``, or text; may be async). Default: one call through the model
             seam on the child's own model and parameters, so cassettes and the response

@@ -211,9 +211,9 @@ class TeamResult(Mapping[str, Any]):
         turns: every member turn, in the order they ran.
         store: the store the members wrote (``store.read_all()``: the findings).
 
-    As a mapping its keys are ``RESULT_KEYS``: the seed's ``output``, ``cycles`` and
+    As a mapping its keys are ``RESULT_KEYS``: ``output``, ``cycles`` and
     ``terminated_by`` first, then ``errors``, ``turns``, ``store`` and ``team``, each
-    reading the attribute of that name, so ``dict(result)`` is the seed's hash and more.
+    reading the attribute of that name, so ``dict(result)`` is the classic result mapping and more.
     Equality stays the dataclass's (a ``TeamResult`` equals a ``TeamResult``, not a dict):
     compare ``dict(result)`` with a dict.
     """

@@ -2,7 +2,7 @@
 
 ``Member`` is one seat of a team: an ``Agent`` class (or instance), the instruction it alone
 receives, and optionally its own name and time limit. ``member()`` makes one and
-``researchers()`` makes several without instructions (the seed's alias).
+``researchers()`` makes several without instructions (an older alias).
 
 ``TeamConfig.read(owner)`` reads a team class (or instance, with its overrides) into a frozen
 ``TeamConfig``, checking every value: a mistake is a ``ConfigError`` naming the team, the
@@ -84,7 +84,7 @@ def member(
 def researchers(*agents: type[Agent] | Agent | Sequence[type[Agent] | Agent]) -> list[Member]:
     """Members without instructions: ``members = researchers(Literature, Industry)``.
 
-    The seed's older spelling, kept; lists are flattened.
+    An older spelling, kept; lists are flattened.
     """
     flat: list[Any] = []
     for agent in agents:

@@ -1,6 +1,6 @@
 """SharedState: peer agents that take turns reading and writing one findings store.
 
-The seed's "shared state" pattern: no coordinator; each member reads the store, acts on what
+The "shared state" pattern: no coordinator; each member reads the store, acts on what
 it finds and writes findings back; later members of a cycle see what earlier ones wrote in
 the same cycle. Declare a team as a class::
 
@@ -20,9 +20,9 @@ the same cycle. Declare a team as a class::
     result["output"], result["cycles"], result["terminated_by"]     # also result.output ...
     dict(result)                                # a Mapping: output, cycles, terminated_by, ...
 
-Every member gets two tools at run time, ``read_store`` and ``write_finding`` (which appends,
-as the seed's does: the store is append-only and keeps a repeated finding unless the team
-sets ``unique_findings = True``); its turn is one ``Orchestrator`` run (see ``team.turns``).
+Every member gets two tools at run time, ``read_store`` and ``write_finding`` (which appends:
+the store is append-only and keeps a repeated finding unless the team
+sets ``unique_findings = True``); its turn is one ``Orchestrator`` run (see ``_turns``).
 A subclass inherits its parent's settings and may override any of them without changing the
 parent (``members`` becomes a tuple at class creation, so no team can change another's list
 in place). Settings are checked when the class is created (``ConfigError``, naming the team
@@ -57,7 +57,7 @@ class SharedState:
             workflow).
         max_cycles: cycles at most (None: no limit but ``timeout``).
         timeout: wall seconds for the whole ``invoke`` (None: no limit but ``max_cycles``).
-            Checked after each full cycle, as the seed does (after ``terminate_when``): a
+            Checked after each full cycle (after ``terminate_when``): a
             cycle that started runs to its end, every member taking its turn, and the team
             stops with ``terminated_by="timeout"`` when the deadline passed by then. It
             never cuts a turn off: bound one member's turn with ``member_timeout``.
@@ -68,7 +68,7 @@ class SharedState:
             is cut off and recorded as an error; the team goes on.
         unique_findings: ``write_finding`` refuses a finding whose text is already in the
             store (ignoring case and runs of blanks) and tells the model so. False (the
-            default, as the seed): every finding is appended, repeats included, and
+            default): every finding is appended, repeats included, and
             ``terminate_when`` counts them.
 
     Methods to override:
@@ -164,7 +164,7 @@ class SharedState:
     async def _cycles(self, state: _State, input: Any) -> TerminatedBy:
         """Run cycles until a limit or ``terminate_when``; which one ended them.
 
-        As the seed: after each full cycle ``terminate_when`` first, then the deadline.
+        After each full cycle ``terminate_when`` first, then the deadline.
         """
         limit = state.config.max_cycles
         cycle = 0

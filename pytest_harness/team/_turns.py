@@ -6,7 +6,7 @@ then the member's own instruction, then the agent's instructions. ``take_turn()`
 turn on the orchestrator loop (so every model call goes through the middleware pipeline and
 the seam: recorded, checked and counted like any other), with ``read_store`` and
 ``write_finding`` bound to the store, this member and this cycle, under the member's time
-limit. ``write_finding`` appends, as the seed's tool does: a finding already in the store is
+limit. ``write_finding`` appends: a finding already in the store is
 appended again, unless the team sets ``unique_findings = True`` (then it is refused and the
 model told why).
 
@@ -125,7 +125,7 @@ def store_tools(
 
     Args:
         unique: ``write_finding`` refuses a finding already in the store (the team's
-            ``unique_findings``); otherwise it appends every finding, as the seed does.
+            ``unique_findings``); otherwise it appends every finding.
     """
 
     async def read_store() -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
-from pytest_harness import _litellm
+from pytest_harness import _model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._aio import in_daemon_thread, maybe_await
@@ -408,7 +408,7 @@ async def run(plan: Plan, outcome: Outcome) -> None:
         raise ConfigError(
             f"{plan.name} has no judges: declare `agents = [...]` on the class or pass agents=[...]"
         )
-    _litellm.load()  # the import blocks the loop: it must not count against the deadline
+    _model.load()  # the import blocks the loop: it must not count against the deadline
     await fire(plan, "before_call")
     _emit(plan, "tribunal", TribunalEvent(kind="started", tribunal=plan.name))
     started = time.perf_counter()

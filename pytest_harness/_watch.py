@@ -1,7 +1,11 @@
-"""What a test's model traffic costs, and the budget that stops a runaway before it spends.
+"""What one test's HTTP traffic held: misses, bad model responses, its cost, and the budget.
+
+``TrafficWatch`` (below) is the test's watch: it counts every model response, the harness's
+own and the application's, checks the application's under the test's policy, and reports
+what it found when the test ends.
 
 ``Spend`` adds up the model responses of one test: the harness's own calls as the seam
-reports them (priced already), the application's as ``cassettes.traffic`` recognises them in
+reports them (priced already), the application's as the cassette recognises them in
 the test's HTTP traffic. Calls and tokens are counted at once, money when it is asked for:
 the price map of litellm (imported then, and only then). A model litellm has no price for
 adds tokens but no cost; the cost stays None until some call is priced.
@@ -16,15 +20,30 @@ what a re-record would cost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import threading
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_harness._response import Usage
-from pytest_harness.errors import BudgetExceeded
+from pytest_harness import _model as model
+from pytest_harness import _scope as scope
+from pytest_harness._response import ModelResponse, Usage
+from pytest_harness.errors import (
+    BudgetExceeded,
+    CassetteMiss,
+    HarnessWarning,
+    InvalidResponse,
+    describe,
+)
+
+if TYPE_CHECKING:
+    from pytest_harness._cassettes.slot import Seen
+    from pytest_harness._settings import Settings, TestSettings
 
 USAGE_PROPERTY = "harness_usage"
 # Endpoints whose requests spend money: the budget refuses only these.
@@ -68,10 +87,8 @@ class Spend:
         with self._lock:
             todo, self._unpriced = self._unpriced, []
         if todo:
-            from pytest_harness import _litellm
-
-            for model, provider, usage in todo:
-                cost = _litellm.price(model, usage, provider)
+            for name, provider, usage in todo:
+                cost = model.price(name, usage, provider)
                 if cost is not None:
                     with self._lock:
                         self.cost = (self.cost or 0.0) + cost
@@ -187,3 +204,114 @@ def forget(run_id: str) -> None:
     """Remove the session's ledger (the session is over)."""
     for path in (_ledger_path(run_id), Path(f"{_ledger_path(run_id)}.lock")):
         path.unlink(missing_ok=True)
+
+
+@dataclass(eq=False)
+class TrafficWatch:
+    """The watch over one test's traffic.
+
+    Attributes:
+        test: the test's node id.
+        spend: the test's model calls, tokens and cost.
+        budget: the live-call budget, or None (replay, or no limit set).
+        price: whether to price the calls when the test ends (something shows the cost).
+        scope: the test's scope (its degenerate policy), set once built.
+        free: the application talks to the embedded model: its calls cost nothing, whatever
+            model name it asks for.
+        problems: bad responses the application received, under ``fail``.
+        warnings: bad responses the application received, under ``warn``, not warned yet.
+    """
+
+    test: str
+    spend: Spend = field(default_factory=Spend)
+    budget: Budget | None = None
+    price: bool = False
+    scope: scope.Scope = field(default_factory=scope.Scope)
+    free: bool = False
+    problems: list[InvalidResponse] = field(default_factory=list)
+    warnings: list[InvalidResponse] = field(default_factory=list)
+    _reported: set[int] = field(default_factory=set)
+
+    @classmethod
+    def start(cls, session: Settings, test: TestSettings, nodeid: str, run_id: str) -> TrafficWatch:
+        watch = cls(nodeid, price=session.price_calls)
+        limits = (session.max_cost, session.max_session_cost)
+        if test.record != "none" and any(limit is not None for limit in limits):
+            ledger = None
+            if session.max_session_cost is not None:
+                ledger = Ledger(run_id, session.max_session_cost)
+            watch.budget = Budget(watch.spend, session.max_cost, ledger)
+        return watch
+
+    def harness_response(self, response: ModelResponse) -> None:
+        """Count a response of the harness's own (the seam reported it)."""
+        self.spend.add(response.model, response.usage, cost=response.cost)
+
+    def seen(self, seen: Seen) -> None:
+        """Count and check a model response the application received."""
+        found = seen.found
+        provider = None if self.free else found.provider  # no provider: not priced
+        self.spend.add(found.model, found.response.usage, provider=provider)
+        source = "a replayed" if seen.replayed else "a"
+        call = f"{source} request of the application (POST {seen.uri.partition('?')[0]})"
+        error = model.problem(seen.found.response, call=call, within=self.scope)
+        if error is None:
+            return
+        if self.scope.degenerate == "fail":
+            self.problems.append(error)
+        else:
+            self.warnings.append(error)
+
+    def warn_pending(self, *, quiet: bool = False) -> None:
+        """Warn about each bad response kept under ``warn`` (at the end of a test phase).
+
+        Args:
+            quiet: the phase is already failing; a warning turned error must not hide that.
+        """
+        pending, self.warnings = self.warnings, []
+        for error in pending:
+            with contextlib.suppress(Warning) if quiet else contextlib.nullcontext():
+                warnings.warn(HarnessWarning(str(error)), stacklevel=2)
+
+    def gate(self, uri: str) -> None:
+        """Before a live request: refuse it when the budget is spent."""
+        if self.budget is not None:
+            self.budget.gate(uri)
+
+    def unreported(
+        self, raised: BaseException | None, misses: Sequence[CassetteMiss] = ()
+    ) -> str | None:
+        """What the report must show first and has not shown yet, or None.
+
+        Args:
+            raised: the exception the phase ended with; a miss it is needs no repeating.
+            misses: the cassette's misses so far.
+        """
+        new = [e for e in [*misses, *self.problems] if id(e) not in self._reported]
+        self._reported.update(id(e) for e in new)
+        shown = [e for e in new if e is not raised]
+        if not shown:
+            return None
+        lines = [describe(shown[0])]
+        if len(shown) > 1:
+            lines += ["", f"and {len(shown) - 1} more:"]
+            lines += [f"  {describe(e).splitlines()[0]}" for e in shown[1:]]
+        return "\n".join(lines)
+
+    def claim(self, start: int) -> str | None:
+        """The first bad response kept since ``problems[start]``, as a message, or None.
+
+        A sampled test counts it against the sample that received it: the report then does
+        not repeat it (nor fail the whole test for it).
+        """
+        fresh = self.problems[start:]
+        self._reported.update(id(e) for e in fresh)
+        return describe(fresh[0]) if fresh else None
+
+    def finish(self) -> list[tuple[str, str]]:
+        """The test's spend as JUnit properties (none without model calls)."""
+        if self.budget is not None:
+            self.budget.settle()
+        if not self.spend.calls:
+            return []
+        return junit_properties(self.spend.record(self.test, priced=self.price))

@@ -91,28 +91,28 @@ def _exports(markdown: str) -> str:
 def options_table() -> str:
     rows = (
         (
-            _anchor(option.name.lstrip("-"), _code(_usage(option))),
-            _option_kind(option),
-            _default(option.default),
-            _text(option.help),
+            _anchor(name.lstrip("-"), _code(_usage(name, keywords))),
+            _option_kind(keywords),
+            _default(keywords["default"]),
+            _text(keywords["help"]),
         )
-        for option in plugin.OPTIONS
+        for name, keywords in plugin.OPTIONS
     )
     return _table(("Option", "Takes", "Default", "Meaning"), rows)
 
 
 def ini_table() -> str:
     rows = (
-        (_anchor(k.name, _code(k.name)), k.type, _default(k.default), _text(k.help))
-        for k in plugin.INI_KEYS
+        (_anchor(name, _code(name)), kind, _default(default), _text(help))
+        for name, help, kind, default in plugin.INI_KEYS
     )
     return _table(("Ini key", "Type", "Default", "Meaning"), rows)
 
 
 def markers_table() -> str:
     rows = (
-        (_anchor(m.name, _code(f"@pytest.mark.{m.signature}")), _text(m.help))
-        for m in plugin.MARKERS
+        (_anchor(_marker(signature), _code(f"@pytest.mark.{signature}")), _text(help))
+        for signature, help in plugin.MARKERS
     )
     return _table(("Marker", "Meaning"), rows)
 
@@ -124,18 +124,23 @@ TABLES: dict[str, Callable[[], str]] = {
 }
 
 
-def _usage(option: plugin.Option) -> str:
+def _usage(name: str, keywords: dict[str, Any]) -> str:
     """How the option is written: ``--harness-report[=PATH]``, ``--harness-model=MODEL``."""
-    if option.action is not None:
-        return option.name
-    value = f"={option.metavar or 'VALUE'}"
-    return f"{option.name}[{value}]" if option.nargs == "?" else option.name + value
+    if keywords.get("action") is not None:
+        return name
+    value = f"={keywords.get('metavar') or 'VALUE'}"
+    return f"{name}[{value}]" if keywords.get("nargs") == "?" else name + value
 
 
-def _option_kind(option: plugin.Option) -> str:
-    if option.action == "store_true":
+def _marker(signature: str) -> str:
+    """A marker's name: ``harness`` for ``harness(cassette=None, ...)``."""
+    return signature.partition("(")[0]
+
+
+def _option_kind(keywords: dict[str, Any]) -> str:
+    if keywords.get("action") == "store_true":
         return "flag"
-    return "optional value" if option.nargs == "?" else "value"
+    return "optional value" if keywords.get("nargs") == "?" else "value"
 
 
 def _default(value: object) -> str:

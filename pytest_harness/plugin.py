@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -32,210 +32,183 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 # Options, ini keys and markers are data: the hooks below register them, and the docs'
 # reference pages (docs/reference/options.md, ini.md, markers.md) are rendered from them at
-# build time (docs/hooks.py), so the two cannot drift apart. NamedTuples rather than frozen
-# dataclasses: this module is imported at every pytest start-up, and a NamedTuple class costs
-# a tenth of what a dataclass does to define.
+# build time (docs/hooks.py), so the two cannot drift apart. Plain tuples and dicts: this
+# module is compiled and run at every pytest start-up.
 
-
-class Option(NamedTuple):
-    """A command-line option of the ``harness`` group.
-
-    The fields are ``argparse``'s; those left at None are not passed on.
-    """
-
-    name: str
-    help: str
-    default: Any = None
-    action: str | None = None
-    metavar: str | None = None
-    nargs: str | None = None
-    const: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """Where ``config.option`` holds the value: ``--harness-live`` is ``harness_live``."""
-        return self.name.lstrip("-").replace("-", "_")
-
-    def add_to(self, group: pytest.OptionGroup) -> None:
-        """Register the option in ``group``."""
-        chosen = {field: getattr(self, field) for field in ("action", "metavar", "nargs", "const")}
-        more = {field: value for field, value in chosen.items() if value is not None}
-        group.addoption(self.name, default=self.default, help=self.help, **more)
-
-
-class IniKey(NamedTuple):
-    """An ini key (``parser.addini``): ``type`` is pytest's name for how the value is read."""
-
-    name: str
-    help: str
-    type: Literal["string", "bool", "linelist"] = "string"
-    default: Any = ""
-
-
-class Marker(NamedTuple):
-    """A marker: ``signature`` as written on a test (without ``@pytest.mark.``) and its help."""
-
-    signature: str
-    help: str
-
-    @property
-    def name(self) -> str:
-        """The marker's name: ``harness`` for ``harness(cassette=None, ...)``."""
-        return self.signature.partition("(")[0]
-
-    @property
-    def line(self) -> str:
-        """The line ``pytest --markers`` shows, as registered in the ``markers`` ini key."""
-        return f"{self.signature}: {self.help}"
-
-
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        name="--harness-live",
-        action="store_true",
-        default=False,
-        help="record model traffic from scratch: real calls; each test's cassette is replaced "
-        "by what it recorded (written only if the test passed)",
+# (option, its argparse keywords: help, default, and action, metavar, nargs, const if any)
+OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--harness-live",
+        {
+            "help": "record model traffic from scratch: real calls; each test's cassette is "
+            "replaced by what it recorded (written only if the test passed)",
+            "default": False,
+            "action": "store_true",
+        },
     ),
-    Option(
-        name="--harness-record",
-        metavar="{none,new,all}",  # checked with the other settings (_settings.RECORD_MODES)
-        help="cassette mode: none = replay only, offline (default); new = keep recordings and "
-        "record missing requests; all = same as --harness-live",
+    (
+        "--harness-record",
+        {
+            "help": "cassette mode: none = replay only, offline (default); new = keep recordings "
+            "and record missing requests; all = same as --harness-live",
+            "default": None,
+            "metavar": "{none,new,all}",
+        },
     ),
-    Option(
-        name="--harness-model",
-        metavar="MODEL",
-        help="litellm model name that replaces every model call's model "
-        "(overrides harness_model and markers)",
+    (
+        "--harness-model",
+        {
+            "help": "litellm model name that replaces every model call's model (overrides "
+            "harness_model and markers)",
+            "default": None,
+            "metavar": "MODEL",
+        },
     ),
-    Option(
-        name="--harness-report",
-        nargs="?",
-        const="",
-        metavar="PATH",
-        help="print the session's tables (tribunal runs, sampled tests, calibrations, agent "
-        "runs, model calls; also shown with -v); with PATH also write them: PATH.html as one "
-        "self-contained HTML page, any other PATH as JSON",
+    (
+        "--harness-report",
+        {
+            "help": "print the session's tables (tribunal runs, sampled tests, calibrations, "
+            "agent runs, model calls; also shown with -v); with PATH also write them: "
+            "PATH.html as one self-contained HTML page, any other PATH as JSON",
+            "default": None,
+            "metavar": "PATH",
+            "nargs": "?",
+            "const": "",
+        },
     ),
 )
 
-# A value other than its default means the session sets harness options (pytest_configure
-# then resolves them at once).
-INI_KEYS: tuple[IniKey, ...] = (
-    IniKey(
-        name="harness_cassette_dir",
-        help="folder of cassettes, relative to rootdir",
-        default="cassettes",
+# (name, help, type, default): a value other than its default means the session sets
+# harness options (pytest_configure then resolves them at once).
+INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...] = (
+    (
+        "harness_cassette_dir",
+        "folder of cassettes, relative to rootdir",
+        "string",
+        "cassettes",
     ),
-    IniKey(
-        name="harness_model",
-        help="litellm model name that replaces every model call's model",
+    (
+        "harness_model",
+        "litellm model name that replaces every model call's model",
+        "string",
+        "",
     ),
-    IniKey(
-        name="harness_record",
-        help="cassette mode when the command line gives none: none (default), new or all",
-        default="none",
+    (
+        "harness_record",
+        "cassette mode when the command line gives none: none (default), new or all",
+        "string",
+        "none",
     ),
-    IniKey(
-        name="harness_degenerate",
-        help="on an empty, think-only or interrupted model response: fail (default), warn or off",
-        default="fail",
+    (
+        "harness_degenerate",
+        "on an empty, think-only or interrupted model response: fail (default), warn or off",
+        "string",
+        "fail",
     ),
-    IniKey(name="harness_timeout", help="per-call model HTTP timeout in seconds"),
-    IniKey(
-        name="harness_record_failed",
-        help="write a test's cassette even when the test failed while recording",
-        type="bool",
-        default=False,
+    (
+        "harness_timeout",
+        "per-call model HTTP timeout in seconds",
+        "string",
+        "",
     ),
-    IniKey(
-        name="harness_allow_hosts",
-        help="hosts tests may still connect to in replay mode, one per line (loopback included)",
-        type="linelist",
-        default=[],
+    (
+        "harness_record_failed",
+        "write a test's cassette even when the test failed while recording",
+        "bool",
+        False,
     ),
-    IniKey(
-        name="harness_ignore_hosts",
-        help="hosts whose traffic passes through untouched, never recorded nor refused, "
-        "one per line",
-        type="linelist",
-        default=[],
+    (
+        "harness_allow_hosts",
+        "hosts tests may still connect to in replay mode, one per line (loopback included)",
+        "linelist",
+        [],
     ),
-    IniKey(
-        name="harness_capture",
-        help="whose HTTP traffic is recorded and replayed: harness (default: tests that use the "
+    (
+        "harness_ignore_hosts",
+        "hosts whose traffic passes through untouched, never recorded nor refused, one per line",
+        "linelist",
+        [],
+    ),
+    (
+        "harness_capture",
+        "whose HTTP traffic is recorded and replayed: harness (default: tests that use the "
         "harness marker or a harness fixture) or all (every test)",
-        default="harness",
+        "string",
+        "harness",
     ),
-    IniKey(
-        name="harness_max_cost",
-        help="most one test may spend on live model calls (litellm prices)",
+    (
+        "harness_max_cost",
+        "most one test may spend on live model calls (litellm prices)",
+        "string",
+        "",
     ),
-    IniKey(
-        name="harness_max_session_cost",
-        help="most the whole session may spend on live model calls (litellm prices)",
+    (
+        "harness_max_session_cost",
+        "most the whole session may spend on live model calls (litellm prices)",
+        "string",
+        "",
     ),
-    IniKey(
-        name="harness_match_ignore",
-        help="dotted JSON body fields left out of cassette matching, one per line",
-        type="linelist",
-        default=[],
+    (
+        "harness_match_ignore",
+        "dotted JSON body fields left out of cassette matching, one per line",
+        "linelist",
+        [],
     ),
-    IniKey(
-        name="harness_redact_headers",
-        help="extra request headers redacted before cassettes are saved",
-        type="linelist",
-        default=[],
+    (
+        "harness_redact_headers",
+        "extra request headers redacted before cassettes are saved",
+        "linelist",
+        [],
     ),
-    IniKey(
-        name="harness_redact_query",
-        help="extra request query redacted before cassettes are saved",
-        type="linelist",
-        default=[],
+    (
+        "harness_redact_query",
+        "extra request query redacted before cassettes are saved",
+        "linelist",
+        [],
     ),
-    IniKey(
-        name="harness_redact_body_fields",
-        help="extra request body fields redacted before cassettes are saved",
-        type="linelist",
-        default=[],
+    (
+        "harness_redact_body_fields",
+        "extra request body fields redacted before cassettes are saved",
+        "linelist",
+        [],
     ),
 )
 
-MARKERS: tuple[Marker, ...] = (
-    Marker(
-        signature="harness(cassette=None, degenerate=None, model=None, record=None, "
-        "timeout=None, samples=1, pass_rate=1.0)",
-        help="per-test harness settings: cassette name (False: none), degenerate policy "
-        "(fail/warn/off), model, record mode (none/new/all), call timeout; run the body "
-        "`samples` times and pass when at least `pass_rate` of them pass",
+# (signature as written on a test, without "@pytest.mark.", and its help)
+MARKERS: tuple[tuple[str, str], ...] = (
+    (
+        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
+        "samples=1, pass_rate=1.0)",
+        "per-test harness settings: cassette name (False: none), degenerate policy "
+        "(fail/warn/off), model, record mode (none/new/all), call timeout; run the body `samples` "
+        "times and pass when at least `pass_rate` of them pass",
     ),
-    Marker(
-        signature="scenarios(team, input, limit=None)",
-        help="parametrize the test's `scenario` argument with what a shared-state team "
-        "generates (recorded in its own cassette)",
+    (
+        "scenarios(team, input, limit=None)",
+        "parametrize the test's `scenario` argument with what a shared-state team generates "
+        "(recorded in its own cassette)",
     ),
-    Marker(
-        signature="scenarios_unavailable(message)",
-        help="set by the harness; the test errors at set-up",
+    (
+        "scenarios_unavailable(message)",
+        "set by the harness; the test errors at set-up",
     ),
 )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
-    for option in OPTIONS:
-        option.add_to(group)
-    for key in INI_KEYS:
-        parser.addini(key.name, key.help, type=key.type, default=key.default)
+    for name, keywords in OPTIONS:
+        group.addoption(name, **keywords)
+    for key, help, kind, default in INI_KEYS:
+        parser.addini(key, help, type=kind, default=default)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_harness import _env
 
     _env.apply()  # litellm's environment, for the application's own litellm calls too
-    for marker in MARKERS:
-        config.addinivalue_line("markers", marker.line)
+    for signature, help in MARKERS:
+        config.addinivalue_line("markers", f"{signature}: {help}")
     recording = False
     if _sets_harness_options(config):
         recording = settings(config).record != "none"  # a wrong value is a usage error now
@@ -273,9 +246,12 @@ def settings(config: pytest.Config) -> Settings:
 
 
 def _sets_harness_options(config: pytest.Config) -> bool:
-    if any(getattr(config.option, option.dest) != option.default for option in OPTIONS):
+    given = (getattr(config.option, name[2:].replace("-", "_")) for name, _ in OPTIONS)
+    if any(
+        value != keywords["default"] for value, (_, keywords) in zip(given, OPTIONS, strict=True)
+    ):
         return True
-    return any(config.getini(key.name) != key.default for key in INI_KEYS)
+    return any(config.getini(key) != default for key, _, _, default in INI_KEYS)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +230,7 @@ def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[
     from pytest_harness import _scope as scope
     from pytest_harness._cassettes.slot import CassetteSlot
     from pytest_harness._local.route import LOCAL_MODEL, LocalRoute
+    from pytest_harness._model import quiet_warnings
 
     name = request.team.__name__
     slot = CassetteSlot(path=path, mode=settings.record, nodeid=f"scenarios::{name}", run_id=run_id)
@@ -242,7 +244,10 @@ def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[
     )
     kept = False
     try:
-        with scope.activate(within):
+        # At collection, outside any test's warning capture: litellm's own warnings must not
+        # fail the generation under a user's filterwarnings = error (the filters are undone).
+        with scope.activate(within), warnings.catch_warnings():
+            quiet_warnings()
             output = request.team().invoke(request.input)["output"]
         items = _items(output, name)
         slot.metadata.update(scenarios=items, team=name, input=request.input)

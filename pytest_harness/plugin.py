@@ -203,10 +203,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(key, help, type=kind, default=default)
 
 
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's, which loads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_harness import _env
 
     _env.apply()  # litellm's environment, for the application's own litellm calls too
+    if getattr(config.option, "hypothesis_profile", None) == "harness":
+        import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
     for signature, help in MARKERS:
         config.addinivalue_line("markers", f"{signature}: {help}")
     recording = False

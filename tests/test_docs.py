@@ -601,3 +601,16 @@ def test_a_page_with_snippets_and_a_project_runs_both(docs: Docs, tmp_path: Path
         """,
     )
     docs.run_page(page)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_imports_only_public_names(page: str) -> None:
+    """The docs teach the public API: no block imports a private module of the package."""
+    private = re.compile(r"\b(?:from|import)\s+pytest_harness(?:\.\w+)*\._\w+")
+    text = (ROOT / page).read_text(encoding="utf-8")
+    found = [
+        f"{page}:{block.line}: {match.group(0)}"
+        for block in read_blocks(text, page)
+        for match in private.finditer(block.code)
+    ]
+    assert found == []

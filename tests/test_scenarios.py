@@ -390,3 +390,15 @@ def test_where_requests_go_and_how_many_scenarios_a_test_takes_keep_the_recordin
     """The endpoint and key (the cassette replays without either) and the marker's limit
     (it picks from what was generated) do not change what is generated."""
     assert generation_path(tmp_path, **change) == generation_path(tmp_path)
+
+
+def test_scenarios_record_under_filterwarnings_error(
+    pytester: pytest.Pytester, team_suite: LoopbackServer
+) -> None:
+    """Generation runs at collection, outside any test's warning capture: litellm's own
+    warnings (pydantic's about its types, on a first call in a fresh process) stay quiet."""
+    pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\nfilterwarnings =\n    error\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live", "-k", "test_reply"
+    )
+    result.assert_outcomes(passed=3)

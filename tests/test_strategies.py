@@ -438,3 +438,18 @@ def _examples(strategy: SearchStrategy[str], count: int = 50) -> list[str]:
 
     collect()
     return seen
+
+
+def test_the_harness_profile_loads_from_the_command_line(pytester: pytest.Pytester) -> None:
+    """``--hypothesis-profile=harness`` works without importing the strategies first."""
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+
+        def test_profile():
+            assert settings.get_current_profile_name() == "harness"
+            assert settings.default.derandomize
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--hypothesis-profile=harness")
+    result.assert_outcomes(passed=1)

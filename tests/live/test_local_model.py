@@ -189,8 +189,11 @@ class RouteHook:
 
 
 def local(server: LocalServer) -> AbstractContextManager[scope.Scope]:
-    """Route ``model="local"`` to ``server``: the only call hook, so no cassette is involved."""
-    return scope.override(call_hooks=(RouteHook(make_route(server.base_url)),))
+    """Route ``model="local"`` to ``server``: its only route and no call hook, so no cassette
+    (nor the test's own embedded-model route, which points at the replay address) is involved."""
+    return scope.override(
+        call_hooks=(), routes={LOCAL_MODEL: RouteHook(make_route(server.base_url))}
+    )
 
 
 @pytest.mark.live

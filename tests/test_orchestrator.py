@@ -459,3 +459,14 @@ def test_a_lower_request_cap_per_orchestrator(server: LoopbackServer) -> None:
     assert (run.stop_reason, run.requests, len(server.requests)) == ("max_requests", 2, 2)
     with pytest.raises(ValueError, match="expects 1 to 100, got 0"):
         agent(server, max_requests=0)
+
+
+@pytest.mark.parametrize("middleware", [[], [defaults()[-1]]], ids=["none", "retry-only"])
+def test_the_request_cap_holds_without_count_usage(
+    server: LoopbackServer, middleware: list[Any]
+) -> None:
+    """A pipeline of one's own may leave count_usage out: the loop still stops at the cap."""
+    server.handler = lambda body: calls(("lookup", {"order": "A-1"}))
+    run = agent(server, max_requests=3, middleware=middleware).run("hi")
+    assert (run.stop_reason, run.requests, len(server.requests)) == ("max_requests", 3, 3)
+    assert [call.request for call in run.tool_calls] == [1, 2, 3]

@@ -248,6 +248,9 @@ class Turn:
         self.agent = agent
         self.started = started
         self.tally = pipeline.Tally()
+        # The loop counts the requests that came back too: the cap holds whatever middleware
+        # runs (the tally's count is count_usage's, which a custom pipeline may leave out).
+        self.answered = 0
         self.calls: list[ToolCallRecord] = []
         self.events: list[pipeline.RunEvent] = []
         self.rounds = 0  # batches of tool calls run so far
@@ -267,12 +270,17 @@ class Turn:
             await self.stop("error", told=False)
             raise
 
+    @property
+    def requests(self) -> int:
+        """The run's requests: count_usage's count, or the answered ones when it counts fewer."""
+        return max(self.tally.requests, self.answered)
+
     async def turns(self) -> Run:
         agent = self.agent
         while True:
             if agent.abort_requested.is_set():
                 return await self.stop("aborted")
-            if self.tally.requests >= agent.max_requests:
+            if self.requests >= agent.max_requests:
                 return await self.stop("max_requests")
             response = await self.request()
             if not response.tool_calls:
@@ -280,7 +288,7 @@ class Turn:
             if self.last_round:
                 return await self.stop("max_tool_rounds")
             self.rounds += 1
-            records = await self.execute(response.tool_calls, self.tally.requests)
+            records = await self.execute(response.tool_calls, self.requests)
             agent.messages += [tool_result(record) for record in records]
             if agent.abort_requested.is_set():
                 return await self.stop("aborted")
@@ -295,7 +303,7 @@ class Turn:
             tools=agent.specs,
             params={**agent.params, **({"tool_choice": "none"} if self.last_round else {})},
             stream=agent.on_content is not None or agent.on_reasoning is not None,
-            number=self.tally.requests + 1,
+            number=self.requests + 1,
             tally=self.tally,
             on_content=agent.on_content,
             on_reasoning=agent.on_reasoning,
@@ -311,6 +319,7 @@ class Turn:
             raise RunFailed(
                 f"request {call.number} of the run failed: {describe(error)}", run=run
             ) from error
+        self.answered += 1
         self.response = response
         agent.messages.append(assistant(response))
         return response
@@ -394,7 +403,7 @@ class Turn:
             response=response,
             messages=tuple(dict(m) for m in self.agent.messages),
             tool_calls=tuple(self.calls),
-            requests=self.tally.requests,
+            requests=self.requests,
             usage=self.tally.usage,
             cost=self.tally.cost,
             wall_time=time.perf_counter() - self.started,

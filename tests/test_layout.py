@@ -246,9 +246,10 @@ def _public_constants(tree: ast.Module) -> Iterator[str]:
 
 def test_module_names_say_one_thing_each() -> None:
     """No two modules share a name (``run.py`` three times meant three things)."""
+    trees = modules()
     names: dict[str, list[str]] = {}
-    for name in modules():
+    for name in trees:
         leaf = name.rpartition(".")[2].lstrip("_")
-        if name != PACKAGE and not _is_package(name, modules()):
+        if name != PACKAGE and not _is_package(name, trees):
             names.setdefault(leaf, []).append(name)
     assert {leaf: where for leaf, where in names.items() if len(where) > 1} == {}

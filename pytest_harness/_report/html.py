@@ -1,154 +1,34 @@
 """The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
 
 Its sections: tribunal runs, agreement, sampled tests, drift, usage, agent runs, simulated
-conversations, calibrations. Its building blocks: escaped text, elements, tables, figures.
-
-Everything in a report comes from tests and models, and model text can hold ``<script>``:
-so markup has its own type. ``Html`` is text that is HTML already, made only here (``text``
-escapes a value into it, ``element`` and ``join`` build from it); anything else given as
-content, a record's string included, is escaped on the way in. A section cannot inject a
-value into the page by forgetting to escape it.
+conversations, calibrations, each built from ``markup``'s escaped blocks.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_harness._report.text import clip, money, seconds
-
-
-class Html(str):
-    """Text that is HTML already (built by this module); any other value is escaped."""
-
-    __slots__ = ()
-
-
-# Longer text (a judge's reason, a tool's result) shows its first line, opening on a click.
-_FOLD_AT = 160
-
-
-def text(value: Any) -> Html:
-    """``value`` as HTML text, escaped (quotes included); None is empty."""
-    if value is None:
-        return Html("")
-    return Html(html.escape(value if isinstance(value, str) else str(value), quote=True))
-
-
-def markup(value: Any) -> Html:
-    """``value`` as it is when it is ``Html``, else escaped (``text``)."""
-    return value if isinstance(value, Html) else text(value)
-
-
-def join(parts: Iterable[Any], separator: str = "") -> Html:
-    """The parts one after the other (each escaped unless it is ``Html``)."""
-    return Html(text(separator).join(markup(part) for part in parts))
-
-
-def element(name: str, *content: Any, **attributes: Any) -> Html:
-    """``<name ...>content</name>``: content is escaped unless it is ``Html``, and so is
-    every attribute's value.
-
-    ``class_`` is ``class``; underscores become dashes (``data_test`` is ``data-test``); an
-    attribute that is None or False is left out, True is written bare.
-    """
-    written = []
-    for key, value in attributes.items():
-        if value is None or value is False:
-            continue
-        attribute = key.rstrip("_").replace("_", "-")
-        written.append(f" {attribute}" if value is True else f' {attribute}="{text(value)}"')
-    return Html(f"<{name}{''.join(written)}>{join(content)}</{name}>")
-
-
-def cells(*values: Any) -> Html:
-    """A row's ``<td>`` cells (each value escaped unless it is ``Html``)."""
-    return join(element("td", value) for value in values)
-
-
-def table(headers: Sequence[str], body: Iterable[Html], **attributes: Any) -> Html:
-    """A table: a header row, then ``body`` (``<tbody>`` groups or ``<tr>`` rows)."""
-    head = element("thead", element("tr", join(element("th", h) for h in headers)))
-    return element("table", head, join(body), **attributes)
-
-
-def section(key: str, title: str, *content: Html) -> Html:
-    """One section of the page: ``<section id=key>`` with its heading."""
-    return element("section", element("h2", text(title)), *content, id=key)
-
-
-def folded(value: Any) -> Html:
-    """Text shown in full (``.full``); long or multi-line text folds into ``<details>``, its
-    start as the summary, so a table of reasons stays readable."""
-    if value is None or value == "":
-        return Html("")
-    full = value if isinstance(value, str) else str(value)
-    if len(full) <= _FOLD_AT and "\n" not in full:
-        return element("span", full, class_="full")
-    return element(
-        "details", element("summary", clip(full, 100)), element("div", full, class_="full")
-    )
-
-
-def outcome(value: str | None, label: str | None = None) -> Html:
-    """A coloured verdict: pass, fail, error (or a neutral word such as ``none``)."""
-    kind = value if value in ("pass", "fail", "error") else "other"
-    return element("span", text(label or value or "none"), class_=f"outcome {kind}")
-
-
-def vote(passed: bool | None, value: Any = None) -> Html:
-    """A judge's vote: pass or fail, with its value when that is not a plain boolean."""
-    if passed is None:
-        return outcome(None, "none" if value is None else repr(value))
-    word = "pass" if passed else "fail"
-    shown = word if value is None or isinstance(value, bool) else f"{word} ({value!r})"
-    return outcome(word, shown)
-
-
-def percent(value: float | None) -> str:
-    """A share (0..1) as a percentage: ``0.5`` is ``50.0%``; None is ``n/a``."""
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def figure(value: float | None) -> str:
-    """Kappa, accuracy and the like to three places; None (undefined) is ``n/a``."""
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def count(mapping: Mapping[str, Any] | None, *path: str) -> int:
-    """``mapping[a][b]...`` as a whole number, 0 where a key is missing."""
-    value: Any = mapping or {}
-    for key in path:
-        value = value.get(key, 0) if isinstance(value, Mapping) else 0
-    return value if isinstance(value, int) else 0
-
-
-def entry(
-    kind: str,
-    row: Html,
-    hooks: Mapping[str, Any],
-    *,
-    detail: Html | None = None,
-    width: int = 1,
-) -> Html:
-    """One record of a table: its row and, below it, its details, as one ``<tbody>``.
-
-    The filter box and the failures-only toggle show or hide whole entries, so a row and its
-    details go together. ``hooks`` become ``data-*`` attributes of the entry and of the row
-    (``test``, ``outcome``, ...): what the page's script and the tests read.
-    """
-    data = {f"data_{key}": value for key, value in hooks.items()}
-    rows = [element("tr", row, class_=kind, **data)]
-    if detail:
-        rows.append(element("tr", element("td", detail, colspan=width), class_="detail"))
-    return element("tbody", *rows, class_="entry", **data)
-
+from pytest_harness._report.markup import (
+    Html,
+    cells,
+    count,
+    element,
+    entry,
+    folded,
+    join,
+    outcome,
+    section,
+    table,
+    text,
+    vote,
+)
+from pytest_harness._report.text import figure, money, percent, seconds
 
 Rows = Sequence[Mapping[str, Any]]
 

@@ -3,9 +3,15 @@
 ``complete`` / ``acomplete`` return a plain, frozen ``ModelResponse``. A call is built once
 (``request``: the model after ``--harness-model``, the scope's timeout and retries, then the
 scope's call hooks: the embedded-model route and the test's cassette) and sent once
-(``send`` / ``asend``, through litellm). On the way back every response is checked by
-the ``ResponseValidator`` under the policy of the current test (``harness_degenerate``), and
-a response that passes is reported to the scope's listeners (topic ``"response"``).
+(``send`` / ``asend``, through litellm). On the way back every response is judged under the
+policy of the current test (``harness_degenerate``), and a response that passes is reported
+to the scope's listeners (topic ``"response"``).
+
+A response is judged where the test's traffic is: when a cassette holds the call's HTTP
+reply, the cassette's traffic check (the one the application's own requests go through)
+has judged it already and its call hook says what it found (``CallHook.judged``); the seam
+runs the ``ResponseValidator`` itself only when no hook saw the reply (no cassette, or a
+wire format the traffic check does not read).
 
 litellm sits behind the seam, here: the only module of the package that imports it (about
 1.5 s and 165 MB), on the first call and never before (``lib``). ``completion`` /
@@ -179,12 +185,12 @@ def send(
 
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
-    with _clearer_errors(call), scope.seam_call():
+    with _clearer_errors(call):
         response = completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
-    check(response)
+    check(response, judged=_judged(call))
     return response
 
 
@@ -195,25 +201,34 @@ async def asend(
     on_reasoning: TokenCallback | None = None,
 ) -> ModelResponse:
     """Async twin of ``send``."""
-    with _clearer_errors(call), scope.seam_call():
+    with _clearer_errors(call):
         response = await acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
-    check(response)
+    check(response, judged=_judged(call))
     return response
 
 
-def check(response: ModelResponse) -> None:
+def check(response: ModelResponse, *, judged: scope.Judged | None = None) -> None:
     """The validation policy: apply the scope's ``degenerate`` mode to one response.
 
     ``fail`` raises ``InvalidResponse`` / ``DegenerateResponse``, ``warn`` warns
     (``HarnessWarning``), ``off`` accepts. A response that is not failed is reported to the
     scope's listeners.
+
+    Args:
+        response: the response the caller gets.
+        judged: what the traffic check found in its HTTP reply; without it the response is
+            judged here.
     """
-    error = problem(response)
+    current = scope.current()
+    reason = None
+    if current.degenerate != "off":
+        reason = defect(response) if judged is None else judged.problem
+    error = _problem_error(response, reason, current)
     if error is not None:
-        if scope.current().degenerate == "fail":
+        if current.degenerate == "fail":
             raise error
         warnings.warn(HarnessWarning(str(error)), stacklevel=4)
     scope.emit("response", response)
@@ -230,8 +245,14 @@ def problem(
         within: the scope whose policy applies (default: the one in force).
     """
     current = within or scope.current()
-    reason = None if current.degenerate == "off" else _VALIDATOR.problem(response)
-    return None if reason is None else _problem_error(response, reason, current, call)
+    if current.degenerate == "off":
+        return None
+    return _problem_error(response, defect(response), current, call)
+
+
+def defect(response: ModelResponse) -> str | None:
+    """What is wrong with a response whatever the policy (a validator reason), or None."""
+    return _VALIDATOR.problem(response)
 
 
 def _received(call: Request, response: ModelResponse) -> ModelResponse:
@@ -239,6 +260,11 @@ def _received(call: Request, response: ModelResponse) -> ModelResponse:
     for hook in call.hooks:
         response = hook.receive(call.kwargs, response)
     return response
+
+
+def _judged(call: Request) -> scope.Judged | None:
+    """What a call hook's traffic check found in the call's HTTP reply, if one saw it."""
+    return next(filter(None, (hook.judged(call.kwargs) for hook in call.hooks)), None)
 
 
 @contextmanager
@@ -264,8 +290,10 @@ def _messages(messages: Messages) -> list[dict[str, Any]]:
 
 
 def _problem_error(
-    response: ModelResponse, problem: str, current: scope.Scope, call: str = ""
-) -> InvalidResponse:
+    response: ModelResponse, problem: str | None, current: scope.Scope, call: str = ""
+) -> InvalidResponse | None:
+    if problem is None:
+        return None
     where = (f" to {call}" if call else "") + (f" in {current.test_id}" if current.test_id else "")
     advice = (
         "Check the prompt and the model; to accept such responses set "

@@ -15,10 +15,6 @@ with the payload. The topics (``TOPICS``):
 - ``"transcript"``: a simulated conversation's ``Transcript``;
 - ``"calibration"``: a finished ``Calibration``.
 
-``seam_call()`` marks the HTTP traffic of a model seam call (a ContextVar: it belongs to
-the call, in whatever thread or task makes it), so the test's traffic watch leaves to the
-seam the responses the seam checks itself.
-
 Nothing is imported here beyond the standard library: the plugin uses it in every test.
 """
 
@@ -27,7 +23,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -45,11 +40,24 @@ def everything(listener: Callable[[str, Any], None]) -> Listeners:
     return {topic: (functools.partial(listener, topic),) for topic in TOPICS}
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the test's traffic check found in the HTTP reply to one seam call.
+
+    Attributes:
+        problem: the reply's defect (a ``ResponseValidator`` reason), or None.
+    """
+
+    problem: str | None
+
+
 class CallHook(Protocol):
     """Call-time behaviour around the model seam (the embedded-model route, the cassette).
 
     ``prepare`` may change the litellm keyword arguments of a call before it is made;
     ``receive`` may change the response it got (given the keyword arguments as sent);
+    ``judged`` tells what the hook's traffic check found in the call's reply, or None when
+    it saw none (the seam then checks the response itself);
     ``translate`` may replace an exception the call raised by a clearer one (or return None).
     A hook may leave itself a note in the keyword arguments under a key that starts with
     ``NOTE_PREFIX``: the seam never sends those to the provider.
@@ -58,6 +66,8 @@ class CallHook(Protocol):
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]: ...
 
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse: ...
+
+    def judged(self, kwargs: Mapping[str, Any]) -> Judged | None: ...
 
     def translate(self, error: BaseException) -> BaseException | None: ...
 
@@ -134,21 +144,3 @@ def emit(topic: str, payload: Any) -> None:
     """Tell the listeners of the scope in force for ``topic`` that it happened."""
     for listener in _current.listeners.get(topic, ()):
         listener(payload)
-
-
-_seam_call: ContextVar[bool] = ContextVar("pytest_harness_seam_call", default=False)
-
-
-@contextmanager
-def seam_call() -> Iterator[None]:
-    """Mark the HTTP traffic of the block as the model seam's own (it checks its responses)."""
-    token = _seam_call.set(True)
-    try:
-        yield
-    finally:
-        _seam_call.reset(token)
-
-
-def in_seam_call() -> bool:
-    """Whether the running code is inside a model seam call (``seam_call``)."""
-    return _seam_call.get()

@@ -1,8 +1,10 @@
 """What one test's HTTP traffic held: misses, bad model responses, its cost, and the budget.
 
-``TrafficWatch`` (below) is the test's watch: it counts every model response, the harness's
-own and the application's, checks the application's under the test's policy, and reports
-what it found when the test ends.
+``TrafficWatch`` (below) is the test's watch: every model response the test's HTTP traffic
+holds comes to it (``seen``), the harness's own and the application's. It judges each one:
+the application's under the test's policy, kept and reported when the test ends; the
+seam's own is handed back to the seam, which raises or warns it in the call that got it. It
+counts every response, the harness's as the seam reports it.
 
 ``Spend`` adds up the model responses of one test: the harness's own calls as the seam
 reports them (priced already), the application's as the cassette recognises them in
@@ -247,20 +249,29 @@ class TrafficWatch:
         """Count a response of the harness's own (the seam reported it)."""
         self.spend.add(response.model, response.usage, cost=response.cost)
 
-    def seen(self, seen: Seen) -> None:
-        """Count and check a model response the application received."""
+    def seen(self, seen: Seen) -> str | None:
+        """Judge a model response of the test's traffic: its defect (a validator reason), or None.
+
+        The application's responses are counted here and judged under the test's policy,
+        the errors kept for the report. The seam's own (``seen.seam``) are only judged: the
+        seam applies the policy in force to the defect returned, and counts the response
+        itself (under the model it asked for, priced by litellm).
+        """
         found = seen.found
+        if seen.seam:
+            return model.defect(found.response)
         provider = None if self.free else found.provider  # no provider: not priced
         self.spend.add(found.model, found.response.usage, provider=provider)
         source = "a replayed" if seen.replayed else "a"
         call = f"{source} request of the application (POST {seen.uri.partition('?')[0]})"
         error = model.problem(seen.found.response, call=call, within=self.scope)
         if error is None:
-            return
+            return None
         if self.scope.degenerate == "fail":
             self.problems.append(error)
         else:
             self.warnings.append(error)
+        return error.reason
 
     def warn_pending(self, *, quiet: bool = False) -> None:
         """Warn about each bad response kept under ``warn`` (at the end of a test phase).

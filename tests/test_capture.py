@@ -451,6 +451,58 @@ def test_a_tribunal_judges_the_application_reply_from_one_cassette(
     assert models == ["gpt-4o-mini", "judge", "judge"]
 
 
+SEAM_AND_APP = """
+import pytest
+from pytest_harness import complete
+from chat import chat
+from conftest import KEY, URL
+
+def ask(text):
+    return complete([{"role": "user", "content": text}], model="openai/judge",
+                    api_base=URL, api_key=KEY, num_retries=0)
+
+@pytest.mark.harness
+def test_both_empty():
+    ask("empty")  # the harness's own call: raised or warned here, once
+
+@pytest.mark.harness
+def test_app_then_harness():
+    chat("one")
+    ask("two")
+"""
+
+
+@pytest.mark.parametrize("replay", [False, True], ids=["live", "replay"])
+def test_the_harness_calls_and_the_application_calls_go_through_one_check(
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str, replay: bool
+) -> None:
+    # The traffic check reads every reply in the cassette; the harness's own calls are told
+    # apart by a numbered header that is never saved, so each reply is judged and counted once.
+    app.makeini("[pytest]\nharness_record_failed = true\n")
+    app.makepyfile(test_both=SEAM_AND_APP)
+    report = app.path / "junit.xml"
+    if replay:
+        run(app, "--harness-live")
+        model_server.stop()
+    live = () if replay else ("--harness-live",)
+    result = run(app, *live, f"--junitxml={report}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*InvalidResponse: model 'openai/judge' returned an empty*"])
+    assert "request of the application" not in result.stdout.str()
+    (case,) = [
+        c for c in ET.parse(report).iter("testcase") if c.get("name") == "test_app_then_harness"
+    ]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    usage = json.loads(props["harness_usage"])
+    assert (usage["calls"], usage["models"]) == (2, {"gpt-4o-mini": 1, "openai/judge": 1})
+    text = "".join(path.read_text() for path in (app.path / "cassettes").rglob("*.yaml"))
+    assert "x-pytest-harness-call" not in text.lower()
+    assert text.count('"uri"') == 3  # the empty reply, then the app's and the harness's
+    app.makeini("[pytest]\nharness_degenerate = warn\nharness_record_failed = true\n")
+    result = run(app, *live, "-W", "default")
+    result.assert_outcomes(passed=2, warnings=1)
+
+
 BUDGET = """
 import pytest
 from chat import chat

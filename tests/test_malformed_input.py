@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from pytest_harness._agent import Agent
-from pytest_harness._cassettes import files, store
+from pytest_harness._cassettes import files, matching, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.wire import Recognised, recognise
 from pytest_harness._response import ModelResponse, read_completion, read_stream
@@ -1144,3 +1144,34 @@ def test_a_tribunal_judge_replying_deep_json_fails_with_judge_output_error(
     (failure,) = caught.value.errors
     assert isinstance(failure["error"], JudgeOutputError)
     assert "the reply is not readable JSON" in str(failure["error"])
+
+
+_HEADER_TEXT = st.text(max_size=12) | st.text("0123456789²٣ -", max_size=6)
+_HEADER_VALUES = st.one_of(
+    _HEADER_TEXT, st.lists(_HEADER_TEXT, max_size=3), st.integers(), st.none()
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["x-pytest-harness-call", "X-Pytest-Harness-Call", "accept", "X-Other"]),
+        _HEADER_VALUES,
+    )
+)
+def test_any_request_headers_give_a_seam_call_number_or_none(headers: dict[str, Any]) -> None:
+    """The traffic check reads the seam's call number off any request without raising; the
+    saved request never carries it, whatever the header's spelling."""
+    number = matching.seam_call(headers)
+    assert number is None or (isinstance(number, int) and number >= 0)
+    saved = matching.untagged({"uri": "http://x", "headers": headers})
+    assert all(name.lower() != matching.SEAM_HEADER for name in saved["headers"])
+    assert {k: v for k, v in headers.items() if k.lower() != matching.SEAM_HEADER} == saved[
+        "headers"
+    ]
+
+
+def test_a_numbered_seam_request_reads_back_its_number() -> None:
+    assert matching.seam_call({"X-Pytest-Harness-Call": ["7"]}) == 7
+    assert matching.seam_call({"x-pytest-harness-call": "12"}) == 12
+    assert matching.seam_call({"accept": "gzip"}) is None
+    assert matching.seam_call({"x-pytest-harness-call": "²"}) is None  # a digit, not a number

@@ -5,6 +5,10 @@ body compared in canonical form (keys sorted, volatile fields removed on both si
 Loopback hosts match without their port: a local model server gets a new free port every
 session, and a recording made against one port must replay against another.
 
+A request the model seam made carries its call number in ``SEAM_HEADER`` (the cassette's
+call hook adds it): the traffic check tells the seam's calls from the application's by the
+request itself. The header is never matched on, and never saved (``untagged``).
+
 Pure functions over plain values: no vcrpy, no litellm.
 """
 
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -21,6 +25,27 @@ RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _LOOPBACK_NAMES = {"localhost", "::1", "[::1]"}
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+SEAM_HEADER = "x-pytest-harness-call"
+
+
+def seam_call(headers: Mapping[str, Any]) -> int | None:
+    """The seam's call number a request carries (``SEAM_HEADER``), or None: the application's."""
+    for name, value in headers.items():
+        if name.lower() == SEAM_HEADER:
+            value = value[0] if isinstance(value, list) and value else value
+            number = isinstance(value, str) and value.isascii() and value.isdigit()
+            return int(value) if number else None
+    return None
+
+
+def untagged(request: dict[str, Any]) -> dict[str, Any]:
+    """A request as saved (``{"headers": {name: [values]}, ...}``) without ``SEAM_HEADER``."""
+    headers = request.get("headers") or {}
+    if not any(name.lower() == SEAM_HEADER for name in headers):
+        return request
+    kept = {name: value for name, value in headers.items() if name.lower() != SEAM_HEADER}
+    return {**request, "headers": kept}
 
 
 def canonical_body(body: bytes | str | None, ignore: Sequence[str] = ()) -> str:

@@ -5,23 +5,27 @@ harness (or every test under ``harness_capture = all``) opens it at set-up, so a
 HTTP traffic goes through the cassette; any other test opens it on its first model call
 through the seam, and a test that never makes one does not import vcrpy at all.
 
-Every interaction the code under test plays or records is read by ``traffic.recognise``;
-the model responses it finds go to the slot's ``on_response`` (the test's checks and
-spend). The model seam's own calls are skipped: the seam checks and reports its responses.
+Every interaction the test plays or records is read by ``wire.recognise``; the model
+responses it finds go to the slot's ``on_response`` (the test's traffic check), the model
+seam's own calls included. The slot numbers each seam call in ``prepare`` (a header on its
+request, ``matching.SEAM_HEADER``, never saved), keeps what the check found in the reply
+under that number, and tells the seam in ``judged``: one check for all of a test's traffic.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness import _scope as scope
+from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness.errors import (
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from pytest_harness._response import ModelResponse
 
 SUFFIX = ".yaml"
+_CALL = scope.NOTE_PREFIX + "cassette_call"  # the seam call's number, in its kwargs
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +49,16 @@ class Seen:
     """A model response the code under test received.
 
     Attributes:
-        found: what ``traffic.recognise`` read from it.
+        found: what ``wire.recognise`` read from it.
         uri: the request's URL.
         replayed: played from the cassette (else recorded now).
+        seam: a call of the model seam's (else the application's own).
     """
 
     found: Recognised
     uri: str
     replayed: bool
+    seam: bool = False
 
 
 def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
@@ -86,7 +93,8 @@ class CassetteSlot:
         redaction: what is redacted before anything is saved.
         guard: the network guard to install when the cassette opens (replay only).
         ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
-        on_response: shown every model response the test's traffic holds.
+        on_response: shown every model response the test's traffic holds; returns its
+            defect (a validator reason) or None.
         gate: called with the URL of any request about to go to a real server; raises to
             refuse it.
         metadata: written into the cassette with what this test records.
@@ -101,7 +109,7 @@ class CassetteSlot:
     redaction: Redaction = field(default_factory=Redaction)
     guard: NetworkGuard | None = None
     ignore_hosts: tuple[str, ...] = ()
-    on_response: Callable[[Seen], None] | None = None
+    on_response: Callable[[Seen], str | None] | None = None
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     shared: bool = False
@@ -113,6 +121,8 @@ class CassetteSlot:
     _previous: dict[str, Any] | None = None
     _stack: contextlib.ExitStack | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _calls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _judged: dict[int, scope.Judged] = field(default_factory=dict)
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -120,15 +130,22 @@ class CassetteSlot:
             # A retried miss would surface as a connection error, seconds later.
             kwargs.setdefault("num_retries", 0)
             kwargs.setdefault("max_retries", 0)
-        # Only encodings vcrpy can decode, so cassettes hold readable text.
+        call = next(self._calls)
+        kwargs[_CALL] = call
         kwargs["extra_headers"] = {
             **(kwargs.get("extra_headers") or {}),
+            # Only encodings vcrpy can decode, so cassettes hold readable text.
             "Accept-Encoding": "gzip, deflate",
+            SEAM_HEADER: str(call),
         }
         return kwargs
 
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
-        return response  # the traffic watch reads what the cassette played or recorded
+        return response  # the traffic check reads what the cassette played or recorded
+
+    def judged(self, kwargs: Mapping[str, Any]) -> scope.Judged | None:
+        """What the traffic check found in the reply to this call (None: it saw none)."""
+        return self._judged.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
 
     def translate(self, error: BaseException) -> BaseException | None:
         return find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
@@ -173,7 +190,7 @@ class CassetteSlot:
             self.gate(request.uri)
 
     def _watch(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
-        if self.on_response is None or scope.in_seam_call():
+        if self.on_response is None:
             return
         from pytest_harness._cassettes.wire import recognise
 
@@ -181,8 +198,12 @@ class CassetteSlot:
         body = (response.get("body") or {}).get("string")
         headers = response.get("headers") or {}
         found = recognise(request.uri, request.body, int(status), headers, body)
-        if found is not None:
-            self.on_response(Seen(found, request.uri, replayed))
+        if found is None:
+            return
+        call = seam_call(request.headers)
+        problem = self.on_response(Seen(found, request.uri, replayed, seam=call is not None))
+        if call is not None:
+            self._judged[call] = scope.Judged(problem)  # a retried call: its last reply
 
     def hint(self) -> str:
         test = self.nodeid

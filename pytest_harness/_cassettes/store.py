@@ -30,7 +30,6 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes import files, matching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss
 
@@ -137,8 +136,9 @@ Gate = Callable[[Any], None]
 
 
 # Answers that say "try again" (rate limits, timeouts, server faults) to the harness's own
-# model calls are not recorded: the harness owns their retries and never retries in replay,
-# so a cassette holds the answer a retried request got in the end, not the fault before it.
+# model calls (``matching.SEAM_HEADER``) are not recorded: the harness owns their retries
+# and never retries in replay, so a cassette holds the answer a retried request got in the
+# end, not the fault before it.
 # The application's traffic is recorded as it is, faults included (its SDK retries replay).
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504, 529})
 
@@ -187,10 +187,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             before_record_request=lambda request: (
                 None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
             ),
-            before_record_response=lambda response: (
-                None
-                if response["status"]["code"] in TRANSIENT and scope.in_seam_call()
-                else scrub.redact_response(_decoded(response), redaction)
+            before_record_response=lambda response: scrub.redact_response(
+                _decoded(response), redaction
             ),
         )
 
@@ -198,6 +196,9 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         return _request_key(request.method, request.uri, request.body, self._ignore)
 
     def append(self, request: Any, response: Any) -> None:
+        seam = matching.seam_call(request.headers) is not None
+        if seam and response["status"]["code"] in TRANSIENT:
+            return  # the seam retries it; the answer it gets in the end is recorded
         before = len(self.data)
         super().append(request, response)
         if len(self.data) > before:
@@ -374,7 +375,7 @@ def save_recordings(
         before the write (empty when there was no file).
     """
     new = [
-        files.interaction(request._to_dict(), response)
+        files.interaction(matching.untagged(request._to_dict()), response)
         for request, response in cassette.recorded_now
     ]
     if not new:

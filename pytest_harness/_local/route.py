@@ -50,6 +50,7 @@ from pytest_harness.errors import ConfigError, causes, describe
 
 if TYPE_CHECKING:
     from pytest_harness._local.server import LocalServer
+    from pytest_harness._scope import Judged
 
 LOCAL_MODEL = "local"
 LITELLM_NAME = f"openai/{MODEL_NAME}"  # litellm's OpenAI route, to the server's one model
@@ -143,6 +144,9 @@ class LocalRoute:
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
         """The embedded model's tool calls, read back from its JSON reply."""
         return received(kwargs, response)
+
+    def judged(self, kwargs: Mapping[str, Any]) -> Judged | None:
+        return None  # the cassette's traffic check judges the replies
 
     def translate(self, error: BaseException) -> BaseException | None:
         """The server's death behind a failed call, if it died (see ``failure``)."""

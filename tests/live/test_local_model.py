@@ -184,6 +184,9 @@ class RouteHook:
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
         return received(kwargs, response)
 
+    def judged(self, kwargs: Mapping[str, Any]) -> scope.Judged | None:
+        return None
+
     def translate(self, error: BaseException) -> BaseException | None:
         return None
 

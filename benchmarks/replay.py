@@ -182,7 +182,7 @@ def timed(function: Callable[[], object], rounds: int) -> float:
 
 
 def load_cassette(path: Path) -> store.HarnessCassette:
-    cassette = store.load(path, mode="none", ignore=(), redaction=Redaction(), rerecord_hint="")
+    cassette = store.load(path, mode="none", ignore=(), redaction=Redaction(), rerecord_hint=str)
     if len(cassette.data) != LOAD_N:
         raise RuntimeError(f"loaded {len(cassette.data)} interactions from {path}")
     return cassette

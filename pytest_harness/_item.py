@@ -15,8 +15,10 @@ What the test's features report as they finish becomes its report rows here too
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ from pytest_harness import _settings as settings_
 from pytest_harness._cassettes.matching import split_host
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction
-from pytest_harness._cassettes.slot import CassetteSlot, cassette_path
+from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_path
 from pytest_harness._local import route
 from pytest_harness._watch import TrafficWatch
 from pytest_harness.errors import (
@@ -54,11 +56,14 @@ def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, 
         run = item.stash[_RUN] = ItemRun.start(item, session, run_id)
         run.open()
     except HarnessError as error:  # a wrong marker, a broken cassette, no embedded model
-        # Fail only after the rest of setup ran: pytest's own teardown expects its state.
-        yield
-        pytest.fail(describe(error), pytrace=False)
-    with run.active():
-        return (yield)
+        problem = describe(error)
+    else:
+        with run.active():
+            return (yield)
+    # Fail only after the rest of setup ran (pytest's own teardown expects its state), and
+    # outside the handler: the message is shown once, not again as the context of another.
+    yield
+    pytest.fail(problem, pytrace=False)
 
 
 def call(item: pytest.Item) -> Generator[None, None, None]:
@@ -191,9 +196,34 @@ class ItemRun:
             from pytest_harness._samples import Sampling
 
             run.sampling = Sampling(test.samples, test.pass_rate)
-        if captures and live and test.model == route.LOCAL_MODEL and run.slot is not None:
-            run.slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
+        if run.slot is not None:
+            run._follow_recording(run.slot)
         return run
+
+    def _follow_recording(self, slot: CassetteSlot) -> None:
+        """Replay (or add to) a cassette with the model override it was recorded with.
+
+        A cassette recorded with ``--harness-model=local`` replays with a plain ``pytest``:
+        its metadata names the override, which becomes the test's unless the test sets
+        another (the cassette's misses then say the two differ). A recording keeps this
+        run's override in the metadata it writes.
+        """
+        asked = self.scope.model
+        if slot.mode != "all" and slot.path.is_file():
+            from pytest_harness._cassettes import files
+
+            recorded = files.recorded_model(files.header(slot.path, lock=slot.mode != "none"))
+            if recorded is not None and asked is None:
+                self.scope = self.watch.scope = replace(self.scope, model=recorded)
+            elif recorded is not None and asked != recorded:
+                slot.replayed_with = asked
+            slot.model = recorded
+        if slot.mode == "none":
+            return
+        if self.scope.model is not None:
+            slot.model = slot.metadata["model"] = self.scope.model
+        if self.captures and self.scope.model == route.LOCAL_MODEL:
+            slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
 
     def open(self) -> None:
         """Open the whole test's cassette (a test that uses the harness) and go offline.
@@ -207,7 +237,7 @@ class ItemRun:
             self.guard.install()  # the whole test is offline, not only from its first call
         if self.slot is None:
             return
-        local = self.slot.metadata.get("endpoint") == route.LOCAL_MODEL
+        local = self.slot.metadata.get("endpoint") == route.LOCAL_MODEL  # recording with it
         if local:  # the server starts (once) before the cassette sees any traffic
             self._set_environ(route.environment(live=True))
         self.slot.open()
@@ -215,6 +245,8 @@ class ItemRun:
             self._set_environ(route.environment(live=False))
             local = True
         self.watch.free = local
+        if self.slot.mode == "none":
+            self._set_environ(_replay_keys())
 
     def _set_environ(self, values: dict[str, str]) -> None:
         for name, value in values.items():
@@ -325,6 +357,21 @@ def _uses_harness(item: pytest.Item) -> bool:
     return item.get_closest_marker("harness") is not None or any(
         name.startswith("harness") for name in names
     )
+
+
+def _replay_keys() -> dict[str, str]:
+    """Placeholder API keys for the SDKs that refuse to start without one (replay only).
+
+    Recording needed a key; replay sends nothing (the cassette answers, the network is
+    guarded), so a plain ``pytest`` needs none: a key that is set is left as it is.
+    """
+    keys = {}
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        if not os.environ.get(name):
+            keys[name] = REPLAY_KEY
+    if not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")):
+        keys["GEMINI_API_KEY"] = REPLAY_KEY  # not both: google-genai warns when both are set
+    return keys
 
 
 _RUN: pytest.StashKey[ItemRun] = pytest.StashKey()

@@ -193,14 +193,33 @@ def _replayed(path: Path, request: Request) -> list[Any]:
         name = request.team.__name__
         raise ScenariosUnavailable(
             f"no recorded scenarios of {name} for this input at {path}.{_stale(path, name)} "
-            "To record them: pytest <this test> --harness-live"
+            f"To record them: pytest <this test> --harness-live{_model_flag(path, name)}"
         )
     return items
 
 
+def _others(path: Path, team: str) -> list[Path]:
+    """The other recordings of ``team`` (for another declaration or input), newest last."""
+    others = [p for p in path.parent.glob(f"{team}-*.yaml") if p != path]
+    return sorted(others, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def _model_flag(path: Path, team: str) -> str:
+    """`` --harness-model=X`` when the team's newest other recording was made with X."""
+    from pytest_harness._cassettes import files
+
+    for other in reversed(_others(path, team)):
+        try:
+            model = files.recorded_model(files.header(other, lock=False))
+        except HarnessError:
+            continue  # a damaged file says nothing of how it was recorded
+        return f" --harness-model={model}" if model else ""
+    return ""
+
+
 def _stale(path: Path, team: str) -> str:
     """Why other recordings of ``team`` do not count, when there are any ("" otherwise)."""
-    others = sorted(p.name for p in path.parent.glob(f"{team}-*.yaml") if p != path)
+    others = sorted(p.name for p in _others(path, team))
     if not others:
         return ""
     return (
@@ -251,6 +270,8 @@ def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[
             output = request.team().invoke(request.input)["output"]
         items = _items(output, name)
         slot.metadata.update(scenarios=items, team=name, input=request.input)
+        if settings.model:
+            slot.metadata["model"] = settings.model  # the hints repeat it
         kept = True
         return items
     except ScenariosUnavailable:

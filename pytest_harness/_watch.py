@@ -37,6 +37,7 @@ from pytest_harness import _scope as scope
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness.errors import (
     BudgetExceeded,
+    CassetteError,
     CassetteMiss,
     HarnessWarning,
     InvalidResponse,
@@ -290,13 +291,13 @@ class TrafficWatch:
             self.budget.gate(uri)
 
     def unreported(
-        self, raised: BaseException | None, misses: Sequence[CassetteMiss] = ()
+        self, raised: BaseException | None, misses: Sequence[CassetteMiss | CassetteError] = ()
     ) -> str | None:
         """What the report must show first and has not shown yet, or None.
 
         Args:
             raised: the exception the phase ended with; a miss it is needs no repeating.
-            misses: the cassette's misses so far.
+            misses: the cassette's misses (and damaged recordings it played) so far.
         """
         new = [e for e in [*misses, *self.problems] if id(e) not in self._reported]
         self._reported.update(id(e) for e in new)

@@ -12,6 +12,33 @@ from pytest_harness.testing import LoopbackServer
 pytest_plugins = ["pytester"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _heavy_imports_first() -> None:
+    """Import once, before any in-process pytest run, what those runs would import.
+
+    pytester's in-process runs forget the modules they import. litellm cannot be imported
+    twice in one process, and the others are slow to. httpx and httpx2 import their transport
+    (httpcore, httpcore2, h11) on first use and map its exceptions by class: a transport
+    imported again by a later run raises classes the map no longer knows. Which test of a
+    worker runs first is random, so every worker imports them all first. (Tests of what is
+    imported lazily run in subprocesses.)
+    """
+    import aiohttp  # noqa: F401
+    import h11  # noqa: F401
+    import httpcore  # noqa: F401
+    import httpcore2  # noqa: F401
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
+    import requests  # noqa: F401
+
+    from pytest_harness import _fixture, _model, tribunal
+    from pytest_harness._cassettes import store
+    from pytest_harness._report import tribunals
+
+    _model.lib()
+    assert all((store.HarnessCassette, _fixture.Harness, tribunals.record, tribunal.Tribunal))
+
+
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
     """A fresh loopback model server; script it with ``server.queue(Reply(...))``.

@@ -8,6 +8,7 @@ server is stopped and the same tests replay offline.
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,27 +35,6 @@ def echo(body: dict[str, Any]) -> Reply:
     if text == "fail":
         return Reply(status=500, error="the provider is down")
     return Reply(content=f"echo: {text}")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _heavy_imports_first() -> None:
-    # pytester's in-process runs forget the modules they import; litellm cannot be imported
-    # twice in one process, and the others are slow to. httpx and httpx2 import their
-    # transport (httpcore, httpcore2, h11) on first use and map its exceptions by class: a
-    # transport imported again by a later run raises classes the map no longer knows.
-    import aiohttp  # noqa: F401
-    import h11  # noqa: F401
-    import httpcore  # noqa: F401
-    import httpcore2  # noqa: F401
-    import httpx  # noqa: F401
-    import openai  # noqa: F401
-    import requests  # noqa: F401
-
-    from pytest_harness import _model, tribunal  # noqa: F401
-    from pytest_harness._cassettes import store
-
-    _model.lib()
-    assert store.HarnessCassette
 
 
 @pytest.fixture
@@ -503,6 +483,93 @@ def test_the_harness_calls_and_the_application_calls_go_through_one_check(
     result.assert_outcomes(passed=2, warnings=1)
 
 
+KEYLESS = """
+import openai, pytest
+from pytest_harness import complete
+from conftest import URL
+
+@pytest.mark.harness
+def test_keys_from_the_environment():
+    with openai.OpenAI(base_url=URL) as client:  # the key: OPENAI_API_KEY
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "one"}])
+    assert reply.choices[0].message.content == "echo: one"
+    judged = complete("two", model="openai/judge", api_base=URL, num_retries=0)
+    assert judged.text == "echo: two"
+
+def test_a_harness_call_alone():  # its cassette opens at the call, the environment untouched
+    judged = complete("three", model="openai/judge", api_base=URL, num_retries=0)
+    assert judged.text == "echo: three"
+"""
+
+
+def test_replay_needs_no_api_key(
+    app: pytest.Pytester, model_server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app.makepyfile(test_keyless=KEYLESS)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run(app, "--harness-live").assert_outcomes(passed=2)
+    model_server.stop()
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    run(app).assert_outcomes(passed=2)
+    assert "OPENAI_API_KEY" not in os.environ  # given to the test, not left behind
+
+
+def _without_length(text: str) -> str:
+    data = json.loads(text)
+    for interaction in data["interactions"]:
+        headers = interaction["response"]["headers"]
+        for name in [name for name in headers if name.lower() == "content-length"]:
+            del headers[name]
+    return json.dumps(data)
+
+
+ONE_CALL = """
+import pytest
+from chat import chat
+
+@pytest.mark.harness
+def test_one():
+    assert chat("one") == "echo: one"
+"""
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: "", "cannot be read: it is empty"),
+        (lambda text: '{"version": 1}', "cannot be read: it holds no recorded interactions"),
+        (
+            lambda text: text.replace('"echo: one\\"', '"echo: o'),
+            "the response body of interaction 1 (POST http://127.0.0.1:*/v1/chat/completions) "
+            "is * bytes, where its recorded Content-Length says *: the file was cut or edited.",
+        ),
+        (
+            lambda text: _without_length(text.replace('"echo: one\\"', '"echo: o')),
+            "the response body of interaction 1 (POST http://127.0.0.1:*/v1/chat/completions) "
+            "is not the JSON its Content-Type says (*): the file was cut or edited.",
+        ),
+    ],
+    ids=["blank", "foreign", "cut-body", "cut-body-without-length"],
+)
+def test_a_damaged_cassette_is_named_instead_of_an_sdk_error(
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str, damage: Any, message: str
+) -> None:
+    app.makepyfile(test_one=ONE_CALL)
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    model_server.stop()
+    path = app.path / "cassettes/test_one/test_one.yaml"
+    damaged = damage(path.read_text())
+    assert damaged != path.read_text()
+    path.write_text(damaged)
+    result = run(app)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"*CassetteError: cassette *test_one.yaml*{message}*"])
+    result.stdout.no_fnmatch_line("*Missing credentials*")
+    result.stdout.no_fnmatch_line("*JSONDecodeError*")
+
+
 BUDGET = """
 import pytest
 from chat import chat
@@ -598,7 +665,7 @@ def test_cassettes_closed_out_of_order_leave_no_stub_behind(tmp_path: Path) -> N
     opened = [
         store.patched(
             store.load(
-                tmp_path / name, mode="none", ignore=(), redaction=Redaction(), rerecord_hint=""
+                tmp_path / name, mode="none", ignore=(), redaction=Redaction(), rerecord_hint=str
             )
         )
         for name in ("a.yaml", "b.yaml")

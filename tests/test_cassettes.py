@@ -28,15 +28,6 @@ def ask():
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _heavy_imports_first() -> None:
-    from pytest_harness import _model
-    from pytest_harness._cassettes import store
-
-    _model.lib()
-    assert store.HarnessCassette
-
-
 @pytest.fixture
 def suite(pytester: pytest.Pytester, server: LoopbackServer) -> pytest.Pytester:
     """A project whose tests call the loopback server through the seam (and its cassettes)."""
@@ -181,6 +172,56 @@ def test_record_new_keeps_recordings_and_adds_missing(
         for b in bodies(cassette(suite, "test_n/test_x.yaml"))
     ] == ["one!", "two!"]
     run(suite).assert_outcomes(passed=1)
+
+
+OVERRIDDEN = """
+import pytest
+
+def test_lazy(ask):  # its cassette opens at its first model call
+    assert ask("Capital of France?").text == "Paris"
+
+@pytest.mark.harness  # its cassette opens at set-up
+def test_whole(ask):
+    assert ask("Capital of Spain?").text == "Paris"
+"""
+
+
+def test_replay_follows_the_model_override_the_cassette_was_recorded_with(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.handler = lambda body: Reply(content="Paris")
+    suite.makepyfile(test_geo=OVERRIDDEN)
+    run(suite, "--harness-live", "--harness-model=openai/recorded").assert_outcomes(passed=2)
+    assert {body["model"] for body in server.requests} == {"recorded"}
+    assert cassette(suite, "test_geo/test_lazy.yaml")["metadata"]["model"] == "openai/recorded"
+    suite.makepyfile(test_geo=OVERRIDDEN.replace("France", "Italy"))
+    run(suite, "--harness-record=new").assert_outcomes(passed=2)  # adds as it was recorded
+    assert [body["model"] for body in server.requests] == ["recorded"] * 3
+    server.stop()
+
+    run(suite).assert_outcomes(passed=2)  # no flag: the cassettes say how they were made
+
+    result = run(suite, "--harness-model=openai/other")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*This cassette was recorded with --harness-model=openai/recorded and this run asks "
+            "for model 'openai/other', so the requests differ. To replay it as recorded, run "
+            "without that override; to record it with 'openai/other': pytest "
+            "'test_geo.py::test_lazy' --harness-live --harness-model=openai/other",
+        ]
+    )
+
+    suite.makepyfile(test_geo=OVERRIDDEN.replace("France", "Germany"))
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*To record it: pytest 'test_geo.py::test_lazy' --harness-record=new "
+            "--harness-model=openai/recorded (adds what is missing), or pytest "
+            "'test_geo.py::test_lazy' --harness-live --harness-model=openai/recorded*",
+        ]
+    )
 
 
 def test_command_line_wins_over_marker_and_ini(
@@ -334,10 +375,11 @@ def test_corrupt_cassette_errors_that_test_only(suite: pytest.Pytester) -> None:
     broken.parent.mkdir(parents=True)
     broken.write_text('{"interactions": [\n  {"request": \n  oops\n')
     result = run(suite)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, errors=1)  # at set-up: the file is read before the test
     result.stdout.fnmatch_lines(
         ["*CassetteError: cassette *test_broken.yaml does not parse, line 3*"]
     )
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
 
 
 def test_secret_in_a_recording_aborts_the_write(

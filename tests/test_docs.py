@@ -21,7 +21,7 @@ The convention, for whoever writes a page:
   record, then replay: pytest ``--harness-live`` runs with ``OPENAI_BASE_URL`` (and
   ``OPENAI_API_BASE``) and ``OPENAI_API_KEY`` pointing at a scripted OpenAI-compatible
   model on loopback (``pytest_harness.testing.LoopbackServer``); the server is stopped, and
-  a plain ``pytest`` must pass again from the cassettes alone, with a placeholder key. The
+  a plain ``pytest`` must pass again from the cassettes alone, with no key at all. The
   recording must have reached the model. ``reply``: what the scripted model answers to
   every request (with ``record``; default ``ok``).
 - **A page whose model must answer request by request** (JSON votes for judges, tool calls
@@ -77,7 +77,6 @@ OUTCOMES = {"passed", "skipped", "failed", "errors", "xpassed", "xfailed", "warn
 # The provider's variables: cleared for every page, set to the loopback model to record.
 PROVIDER = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE")
 RECORDING_KEY = "sk-docs-recording-0123456789abcdef"
-REPLAY_KEY = "placeholder"  # the OpenAI SDK wants a key; in replay the cassette answers
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<info>.*)$")
 TITLE = re.compile(r'\btitle="(?P<title>[^"]*)"')
@@ -250,7 +249,7 @@ class Docs:
             calls = len(model_server.requests)
         if not calls:
             raise PageError(f"{label}: recorded no model call, so replaying it proves nothing")
-        self._provider(model_server.url, REPLAY_KEY)  # the server is gone: only cassettes answer
+        self._provider(model_server.url, None)  # the server is gone: only cassettes answer
         _check(label, "replaying offline", args, self._pytest(args), expected)
 
     def _write(self, name: str, block: Block) -> None:
@@ -261,10 +260,13 @@ class Docs:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.code + "\n", encoding="utf-8")
 
-    def _provider(self, url: str, key: str) -> None:
+    def _provider(self, url: str, key: str | None) -> None:
         for variable in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
             self.monkeypatch.setenv(variable, url)
-        self.monkeypatch.setenv("OPENAI_API_KEY", key)
+        if key is None:  # replay needs none
+            self.monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        else:
+            self.monkeypatch.setenv("OPENAI_API_KEY", key)
 
     def _pytest(self, args: list[str]) -> pytest.RunResult:
         # A subprocess, as a user runs it: a project may import anything (litellm cannot be

@@ -282,16 +282,6 @@ def test_orders():
 """
 
 
-@pytest.fixture
-def _heavy_imports_first() -> None:
-    """pytester's in-process runs forget the modules they import; litellm cannot be re-imported."""
-    from pytest_harness._cassettes import store
-
-    _model.lib()
-    assert store.HarnessCassette
-
-
-@pytest.mark.usefixtures("_heavy_imports_first")
 def test_a_compacting_run_records_its_summary_call_and_replays(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:

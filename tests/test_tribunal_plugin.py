@@ -67,18 +67,6 @@ def judge(body: dict[str, Any]) -> Reply:
     return Reply(content=json.dumps({"pass": passed, "reason": reason}))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _heavy_imports_first() -> None:
-    # Imported before the in-process runs, so every run shares one Tribunal class.
-    from pytest_harness import _fixture as fixture
-    from pytest_harness import _model
-    from pytest_harness._cassettes import store
-    from pytest_harness._report import tribunals
-
-    _model.lib()
-    assert all((store.HarnessCassette, fixture.Harness, tribunals.record))
-
-
 @pytest.fixture
 def judges() -> Any:
     with LoopbackServer(handler=judge) as server:

@@ -107,10 +107,30 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def header(path: Path) -> dict[str, Any]:
-    """The file's ``version`` and ``metadata`` (empty when there is no file)."""
-    with FileLock(lock_path(path)):
+def header(path: Path, *, lock: bool = True) -> dict[str, Any]:
+    """The file's ``version`` and ``metadata`` (empty when there is no file).
+
+    Args:
+        path: the cassette file.
+        lock: wait for a writer to finish first (not needed in replay: nothing writes).
+    """
+    with FileLock(lock_path(path)) if lock else contextlib.nullcontext():
         return _header(read(path)) if path.exists() else {}
+
+
+def recorded_model(header: Mapping[str, Any]) -> str | None:
+    """The model override (``--harness-model``) a cassette was recorded with, or None.
+
+    Cassettes written before the override was kept name only the embedded model's endpoint.
+    """
+    metadata = header.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    model = metadata.get("model")
+    if isinstance(model, str) and model:
+        return model
+    endpoint = metadata.get("endpoint")
+    return endpoint if endpoint == "local" else None
 
 
 def _header(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,6 +188,26 @@ def read(path: Path) -> dict[str, Any]:
     if problem is not None:
         raise _damaged(path, problem)
     return dict(data)  # a mapping: _shape_problem checked it
+
+
+def read_recordings(path: Path) -> dict[str, Any]:
+    """``read`` a file that must hold recordings (a test's cassette, found on disk).
+
+    Raises:
+        CassetteError: as ``read``; also for a blank file, or one without interactions (a
+            file of another tool, or one cut short), which would otherwise replay as if
+            nothing had been recorded.
+    """
+    data = read(path)
+    if not data:
+        raise _damaged(path, "it is empty")
+    if not data.get("interactions"):
+        raise _damaged(
+            path,
+            "it holds no recorded interactions (a pytest-harness cassette has a non-empty "
+            "'interactions' list; this one is another tool's file, or was cut short)",
+        )
+    return data
 
 
 def _damaged(path: Path, problem: str) -> CassetteError:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 SUFFIX = ".yaml"
 _CALL = scope.NOTE_PREFIX + "cassette_call"  # the seam call's number, in its kwargs
+# The key replay gives SDKs that refuse to start without one: nothing is sent in replay.
+REPLAY_KEY = "pytest-harness-replay-needs-no-key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,9 @@ class CassetteSlot:
             refuse it.
         metadata: written into the cassette with what this test records.
         shared: a named cassette (other tests may record into it too).
+        model: the model override (``--harness-model``) of the recording: the one the file
+            was recorded with, else this run's; the commands the messages give repeat it.
+        replayed_with: this run's override, when it differs from the recording's.
     """
 
     path: Path
@@ -113,7 +118,9 @@ class CassetteSlot:
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     shared: bool = False
-    misses: list[CassetteMiss] = field(default_factory=list)
+    model: str | None = None
+    replayed_with: str | None = None
+    misses: list[CassetteMiss | CassetteError] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
     _closed: bool = False
@@ -130,6 +137,7 @@ class CassetteSlot:
             # A retried miss would surface as a connection error, seconds later.
             kwargs.setdefault("num_retries", 0)
             kwargs.setdefault("max_retries", 0)
+            kwargs.setdefault("api_key", REPLAY_KEY)
         call = next(self._calls)
         kwargs[_CALL] = call
         kwargs["extra_headers"] = {
@@ -162,7 +170,7 @@ class CassetteSlot:
                 mode=self.mode,
                 ignore=self.ignore,
                 redaction=self.redaction,
-                rerecord_hint=self.hint(),
+                rerecord_hint=self.hint,
                 ignore_hosts=self.ignore_hosts,
                 watcher=self._watch,
                 gate=self._gate,
@@ -206,10 +214,21 @@ class CassetteSlot:
             self._judged[call] = scope.Judged(problem)  # a retried call: its last reply
 
     def hint(self) -> str:
+        """How to record the test again with the recording's settings (for messages)."""
         test = self.nodeid
+        if self.replayed_with is not None:
+            return (
+                f"This cassette was recorded with --harness-model={self.model} and this run "
+                f"asks for model {self.replayed_with!r}, so the requests differ. To replay it "
+                f"as recorded, run without that override; to record it with "
+                f"{self.replayed_with!r}: pytest '{test}' --harness-live "
+                f"--harness-model={self.replayed_with}"
+            )
+        model = f" --harness-model={self.model}" if self.model else ""
         return (
-            f"To record it: pytest '{test}' --harness-record=new (adds what is missing), "
-            f"or pytest '{test}' --harness-live (re-records the cassette from scratch)."
+            f"To record it: pytest '{test}' --harness-record=new{model} (adds what is "
+            f"missing), or pytest '{test}' --harness-live{model} (re-records the cassette "
+            "from scratch)."
         )
 
     def close(self, *, keep: bool) -> Path | None:

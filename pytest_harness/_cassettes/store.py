@@ -110,10 +110,9 @@ class Persister:
     def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
         if not path.is_file():
             raise CassetteNotFoundError()
-        data = files.read(path)  # raises CassetteError, naming the part, unless well-formed
-        if not data:
-            raise CassetteNotFoundError()
-        interactions = data.get("interactions") or []
+        # Raises CassetteError, naming the part, unless well-formed and holding recordings.
+        data = files.read_recordings(path)
+        interactions = data["interactions"]
         requests = [_request(interaction["request"]) for interaction in interactions]
         responses = [_response(interaction["response"]) for interaction in interactions]
         return requests, responses, dict(data.get("metadata") or {})
@@ -151,7 +150,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         mode: ``none``, ``new`` or ``all``.
         ignore: dotted body fields left out of matching.
         redaction: what to redact from requests and responses.
-        rerecord_hint: the command that records this test, for miss messages.
+        rerecord_hint: says how to record this test (asked when a miss happens).
         ignore_hosts: hosts whose requests pass through, neither recorded nor replayed.
         watcher: shown every interaction played or recorded.
         gate: shown every request about to be sent to the real server.
@@ -167,7 +166,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         mode: str,
         ignore: Sequence[str],
         redaction: scrub.Redaction,
-        rerecord_hint: str,
+        rerecord_hint: Callable[[], str],
         ignore_hosts: Sequence[str] = (),
         watcher: Watcher | None = None,
         gate: Gate | None = None,
@@ -178,7 +177,9 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._hint = rerecord_hint
         self._watcher = watcher
         self._gate = gate
-        self.misses: list[CassetteMiss] = []
+        self.misses: list[CassetteMiss | CassetteError] = []
+        self._sound: set[int] = set()  # responses whose body was checked (by id)
+        self._damaged: dict[int, CassetteError] = {}  # and those found damaged
         passes = matching.host_filter(ignore_hosts)
         super().__init__(
             path,
@@ -209,9 +210,33 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def play_response(self, request: Any) -> Any:
         response = super().play_response(request)
+        self._check_body(request, response)
         if self._watcher is not None:
             self._watcher(request, response, True)
         return response
+
+    def _check_body(self, request: Any, response: Mapping[str, Any]) -> None:
+        """A response body damaged on disk (cut, or edited): say which one, in which file.
+
+        Replayed as it is, the application's SDK would fail on it with a bare parse error
+        that names neither the cassette nor the interaction.
+        """
+        if id(response) in self._sound:
+            return
+        if id(response) in self._damaged:  # an SDK's retry: the same error, reported once
+            raise self._damaged[id(response)]
+        problem = _body_problem(request.method, response)
+        if problem is not None:
+            number = next(i for i, (_, r) in enumerate(self.data, 1) if r is response)
+            error = CassetteError(
+                f"cassette {self.file}: the response body of interaction {number} "
+                f"({request.method} {request.uri.partition('?')[0]}) {problem}: the file was "
+                f"cut or edited. Fix the body, or record the test again. {self._hint()}"
+            )
+            self.misses.append(error)
+            self._damaged[id(response)] = error
+            raise error
+        self._sound.add(id(response))
 
     def _remember(self, index: int) -> None:
         self._index.setdefault(self.key(self.data[index][0]), []).append(index)
@@ -253,7 +278,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             nearest = matching.closest(key, recorded)
             assert nearest is not None  # recorded is not empty
             lines += ["closest recorded request:", _indent(matching.diff(nearest, key))]
-        lines.append(self._hint)
+        lines.append(self._hint())
         return "\n".join(lines)
 
     def _load(self) -> None:
@@ -293,7 +318,7 @@ def load(
     mode: str,
     ignore: Sequence[str],
     redaction: scrub.Redaction,
-    rerecord_hint: str,
+    rerecord_hint: Callable[[], str],
     ignore_hosts: Sequence[str] = (),
     watcher: Watcher | None = None,
     gate: Gate | None = None,
@@ -311,6 +336,30 @@ def load(
     )
     cassette._load()
     return cassette
+
+
+def _body_problem(method: str, response: Mapping[str, Any]) -> str | None:
+    """What shows a recorded body was damaged on disk, or None.
+
+    Its length differs from the ``Content-Length`` recorded with it; or, without one, a
+    successful reply whose ``Content-Type`` says JSON does not parse. A body recorded
+    malformed (a server's mistake) is replayed as it was: its length still agrees.
+    """
+    status = (response.get("status") or {}).get("code")
+    body = (response.get("body") or {}).get("string") or b""
+    headers = {name.lower(): values for name, values in (response.get("headers") or {}).items()}
+    length = next(iter(headers.get("content-length") or ()), None)
+    if method != "HEAD" and status not in (204, 304) and str(length).isdecimal():
+        if int(str(length)) != len(body):
+            return f"is {len(body)} bytes, where its recorded Content-Length says {length}"
+        return None
+    kinds = " ".join(str(kind) for kind in headers.get("content-type") or ()).lower()
+    if length is None and isinstance(status, int) and 200 <= status < 300 and "json" in kinds:
+        try:
+            json.loads(body)
+        except (ValueError, RecursionError) as error:
+            return f"is not the JSON its Content-Type says ({error})"
+    return None
 
 
 def _bytes(request: Any) -> Any:

@@ -123,15 +123,21 @@ def test_recorded_responses_replay_identically_offline(
     assert before["streamed"]["finish_reason"] in ("stop", "length")
 
 
+@pytest.mark.parametrize(
+    ("model", "flags"),
+    [("local", ()), ("gpt-4o-mini", ("--harness-model=local",))],
+    ids=["agents-ask-local", "recorded-with-harness-model-local"],
+)
 def test_recorded_tribunal_replays_the_same_votes_offline(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, model: str, flags: tuple[str, ...]
 ) -> None:
+    """Replay needs no flag, whichever way the recording reached the embedded model."""
     pytester.makeini("[pytest]\n")
-    pytester.makepyfile(test_panel=TRIBUNAL_SUITE)
+    pytester.makepyfile(test_panel=TRIBUNAL_SUITE.replace('model = "local"', f"model = {model!r}"))
     monkeypatch.setenv("DUMP", str(pytester.path / "recorded.json"))
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-live").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-live", *flags
+    ).assert_outcomes(passed=1)
     cassette = json.loads((pytester.path / "cassettes/test_panel/test_panel.yaml").read_text())
     assert len(cassette["interactions"]) == 3
 

@@ -15,7 +15,9 @@ or configure an instance (``Agent(model=..., instructions=..., output=..., input
 Structured output uses the provider's JSON-schema ``response_format`` where litellm knows the
 model supports it (and on the embedded model); otherwise the schema goes into the system
 prompt and the JSON is read from the text. A reply that does not parse or fit is a
-``JudgeOutputError`` carrying the raw text. ``--harness-model`` replaces every agent's model.
+``JudgeOutputError`` carrying the raw text (saying so when the reply was cut off at the token
+limit). An ``output`` schema is checked when the class is declared: an invalid value or an
+unknown keyword is a ``ConfigError`` then. ``--harness-model`` replaces every agent's model.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from pytest_harness import _aio
 from pytest_harness import _model as model
 from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._response import ModelResponse, TokenCallback, Usage
-from pytest_harness._structured import Output
-from pytest_harness.errors import ConfigError
+from pytest_harness._structured import Output, check_output, cut_off
+from pytest_harness.errors import ConfigError, JudgeOutputError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +79,8 @@ class Agent:
     Class attributes (each can be overridden per instance by the keyword of the same name):
         model: litellm model name; ``--harness-model`` / ``harness_model`` replace it.
         instructions: the system prompt.
-        output: JSON-schema dict or pydantic model class of the reply (None: free text).
+        output: JSON-schema dict or pydantic model class of the reply (None: free text);
+            a dict is checked when the class is declared (``ConfigError``).
         temperature: sampling temperature (None: the provider's default).
         params: other litellm parameters (``max_tokens``, ``api_base``, ...).
         structured: use the provider's ``response_format`` (True), the prompt (False), or
@@ -93,6 +96,12 @@ class Agent:
     params: ClassVar[Mapping[str, Any]] = {}
     structured: ClassVar[bool | None] = None
     examples: ClassVar[Sequence[tuple[Any, Any]]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check the class's own ``output`` now, not at its first call (``ConfigError``)."""
+        super().__init_subclass__(**kwargs)
+        if "output" in cls.__dict__:
+            check_output(cls.__dict__["output"], cls.__name__)
 
     def __init__(
         self,
@@ -124,6 +133,8 @@ class Agent:
             if value is not None:
                 setattr(self, attribute, value)
         self.params = merged  # type: ignore[misc]
+        if output is not None:
+            check_output(output, self.name)
 
     def __repr__(self) -> str:
         return f"<{self.name} model={self.model!r} input={self.input!r:.60}>"
@@ -197,8 +208,18 @@ class Agent:
         return self._result(response, self.parse(response), started)
 
     def parse(self, response: ModelResponse) -> Any:
-        """The processed value of a reply: the schema-checked JSON, or the visible text."""
-        return self._output().read(response.text, raw=response.content or "")
+        """The processed value of a reply: the schema-checked JSON, or the visible text.
+
+        Raises:
+            JudgeOutputError: the reply does not parse or fit; when the provider stopped it at
+                the token limit (``finish_reason == "length"``), the message says so.
+        """
+        try:
+            return self._output().read(response.text, raw=response.content or "")
+        except JudgeOutputError as error:
+            if response.finish_reason != "length":
+                raise
+            raise cut_off(error, self.name, self.params) from error
 
     def _output(self) -> Output:
         """The output declaration, read once (again only if ``output`` is replaced)."""

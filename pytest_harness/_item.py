@@ -20,6 +20,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -34,8 +35,10 @@ from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_pa
 from pytest_harness._local import route
 from pytest_harness._watch import TrafficWatch
 from pytest_harness.errors import (
+    EndpointUnreachable,
     HarnessError,
     describe,
+    find_cause,
 )
 
 if TYPE_CHECKING:
@@ -113,6 +116,12 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
             first = run.blocked()
         if first is None:  # the application lost the embedded model's server
             first = route.death_news()
+        if first is None and raised is not None and run.slot is not None:
+            short = _unreachable(item, run.slot, call.excinfo)
+            if short is not None and item.config.option.tbstyle == "long":
+                report.longrepr = f"{short.splitlines()[0]}\n\n{report.longrepr}"
+            elif short is not None:
+                report.longrepr = short
         if first is not None and report.passed:
             report.outcome, report.longrepr = "failed", first
         elif first is not None:
@@ -120,6 +129,29 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
     if report.failed:
         item.stash[_FAILED] = True
     return report
+
+
+def _unreachable(
+    item: pytest.Item, slot: CassetteSlot, excinfo: pytest.ExceptionInfo[BaseException] | None
+) -> str | None:
+    """A short report for a test whose recording request found nothing at its address.
+
+    The SDK's error names no address and its traceback runs through pages of the SDK's
+    retries; this names the address, the fix, and the test's line that made the request.
+    """
+    if excinfo is None or isinstance(excinfo.value, EndpointUnreachable):
+        return None  # a harness call raised it: its message is the report
+    raised = excinfo.value
+    found = find_cause(raised, (EndpointUnreachable,)) or slot.unreachable(raised)
+    if found is None:
+        return None
+    lines = [entry for entry in excinfo.traceback if Path(entry.path) == Path(item.path)]
+    at = f" at {item.path.name}:{lines[-1].lineno + 1}" if lines else ""
+    then = type(raised).__name__ if str(found) in str(raised) else describe(raised)
+    return (
+        f"{describe(found)}\n\nThe test then failed{at} with {then}\n"
+        "(its traceback, through the SDK, is left out: run with --tb=long to see it)"
+    )
 
 
 def fixture(item: pytest.Item) -> Harness:

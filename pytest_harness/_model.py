@@ -280,7 +280,9 @@ def _clearer_errors(call: Request) -> Iterator[None]:
         better = next(filter(None, (hook.translate(error) for hook in call.hooks)), None)
         if better is None:
             raise
-        raise better from error
+        # It says what happened; the SDK's chain of wrappers (kept as its context) would
+        # bury that under pages of their frames.
+        raise better from None
 
 
 def _messages(messages: Messages) -> list[dict[str, Any]]:

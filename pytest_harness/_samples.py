@@ -11,7 +11,8 @@ the same request; in replay they play back in recorded order, one per sample.
 A failing sample (an assertion, a failing verdict, any exception, a bad model response the
 application received) counts against the rate; what is the test's set-up rather than the
 feature's behaviour (a cassette miss, a blocked connection, a wrong harness setting) stops
-the sampling at once and fails the test as it would unsampled.
+the sampling at once and fails the test as it would unsampled; the test's line then says how
+many samples completed before it and what stopped them, not a rate of no samples.
 """
 
 from __future__ import annotations
@@ -78,12 +79,15 @@ class Sampling:
         pass_rate: the share of them that must pass.
         ran: samples run so far.
         failures: the failed ones, in order.
+        stop: the sample that stopped the sampling (a cassette miss, a wrong setting: the
+            test cannot run as written), or None.
     """
 
     count: int
     pass_rate: float
     ran: int = 0
     failures: list[SampleFailure] = field(default_factory=list)
+    stop: SampleFailure | None = None
 
     @property
     def passes(self) -> int:
@@ -118,10 +122,14 @@ class Sampling:
                 raise  # skipping or xfailing one sample says so of the test
             except Exception as error:  # any failure is the sample's
                 if find_cause(error, _SETUP_ERRORS) is not None:
+                    self._stopped(number, error)
                     raise
                 self._failed(number, error, explain)
             except pytest.fail.Exception as error:
                 self._failed(number, error, explain)
+            except BaseException as error:  # a HarnessStop (a cassette miss), an interrupt
+                self._stopped(number, error)
+                raise
             else:
                 found = problem()
                 if found is not None:
@@ -133,18 +141,34 @@ class Sampling:
     def _failed(
         self, number: int, error: BaseException, explain: Callable[[BaseException], str]
     ) -> None:
-        first = (str(error).strip().splitlines() or [""])[0]
-        line = f"{type(error).__name__}: {first}" if first else type(error).__name__
         full = explain(error) if not self.failures else ""  # only the first is shown in full
-        self.failures.append(SampleFailure(number, line, full))
+        self.failures.append(SampleFailure(number, _line(error), full))
+
+    def _stopped(self, number: int, error: BaseException) -> None:
+        # The error itself is the test's failure, in full; here its first line, which the
+        # line ends with a colon introducing what follows (a miss: the request) loses.
+        self.stop = SampleFailure(number, clip(_line(error).rstrip(":"), 200), "")
 
     def summary(self) -> str:
-        """``"7/10 passed (70%, 95% CI 40%-89%), needs 8"``."""
+        """``"7/10 passed (70%, 95% CI 40%-89%), needs 8"``; when a sample stopped the
+        sampling, how many completed and why: ``"no sample of 10 completed: CassetteMiss:
+        ..."``, ``"3 of 10 samples completed (3 passed), then sample 4 stopped: ..."``."""
+        if self.stop is not None:
+            return self._stopped_summary(self.stop)
         low, high = wilson(self.passes, self.ran)
         rate = self.passes / self.ran if self.ran else 0.0
         return (
             f"{self.passes}/{self.ran} passed ({_percent(rate)}, 95% CI "
             f"{_percent(low)}-{_percent(high)}), needs {required(self.pass_rate, self.count)}"
+        )
+
+    def _stopped_summary(self, stop: SampleFailure) -> str:
+        # No rate: the samples that did not run are not failures, and 0 of 0 has no interval.
+        if self.ran == 0:
+            return f"no sample of {self.count} completed: {stop.line}"
+        return (
+            f"{self.ran} of {self.count} samples completed ({self.passes} passed), "
+            f"then sample {stop.sample} stopped: {stop.line}"
         )
 
     def failure_message(self) -> str:
@@ -163,6 +187,7 @@ class Sampling:
     def record(self, test: str) -> dict[str, Any]:
         """The JSON-ready account: the JUnit property, the session table's row."""
         low, high = wilson(self.passes, self.ran)
+        stop = self.stop
         return {
             "test": test,
             "samples": self.count,
@@ -170,9 +195,10 @@ class Sampling:
             "passes": self.passes,
             "pass_rate": self.passes / self.ran if self.ran else None,
             "required": self.pass_rate,
-            "interval": [round(low, 6), round(high, 6)],
+            "interval": [round(low, 6), round(high, 6)] if self.ran else None,
             "outcome": "pass" if self.passed else "fail",
             "failures": [{"sample": f.sample, "reason": f.line} for f in self.failures],
+            "stopped": {"sample": stop.sample, "reason": stop.line} if stop else None,
         }
 
     def junit_properties(self, test: str) -> list[tuple[str, str]]:
@@ -186,22 +212,34 @@ def samples_table(records: Sequence[Mapping[str, Any]]) -> str:
     """The session's sampled tests: passes/N, rate, interval, what was needed, first failure."""
     rows = []
     for r in records:
-        low, high = r["interval"]
-        failures = r["failures"]
-        first = f"#{failures[0]['sample']}: {failures[0]['reason']}" if failures else "-"
+        interval, rate = r["interval"], r["pass_rate"]
         rows.append(
             [
                 r["test"],
                 f"{r['passes']}/{r['ran']}",
-                _percent(r["pass_rate"] or 0.0),
-                f"{_percent(low)}-{_percent(high)}",
+                "-" if rate is None else _percent(rate),
+                "-" if interval is None else f"{_percent(interval[0])}-{_percent(interval[1])}",
                 _percent(r["required"]),
                 r["outcome"],
-                clip(first, 60),
+                clip(_first_failure(r), 60),
             ]
         )
     headers = ["test", "passed", "rate", "95% CI", "needs", "outcome", "first failure"]
     return tabulate(rows, headers=headers)
+
+
+def _first_failure(record: Mapping[str, Any]) -> str:
+    """The first failed sample, else the one that stopped the sampling, else ``-``."""
+    failures, stop = record["failures"], record.get("stopped")
+    if failures:
+        return f"#{failures[0]['sample']}: {failures[0]['reason']}"
+    return f"#{stop['sample']} stopped: {stop['reason']}" if stop else "-"
+
+
+def _line(error: BaseException) -> str:
+    """An exception's type and the first line of its message."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _percent(value: float) -> str:

@@ -15,8 +15,12 @@ back without running the team (no model library is imported at collection).
 the first worker generates under a file lock and the others read what it wrote, so every
 worker collects the same ids.
 
-What goes wrong (no recording, a team that produced nothing, an error while generating) is
-one error for that test, naming the command that records it; the session goes on.
+What goes wrong (no recording, a team that produced nothing, an error while generating, a
+wrong marker argument, no ``scenario`` argument) is one error for that test, at set-up,
+naming the fix; the session goes on. ``@pytest.mark.scenarios(Team)`` with the team alone
+cannot get that far: pytest takes a class given alone for the thing to mark, so the test
+function is passed to the team's constructor and the module fails to import;
+``team_alone`` turns that failure into one line that shows the marker's forms.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,14 +69,20 @@ class Request:
         given = args.pop(0) if args else kwargs.pop("input", None)
         limit = kwargs.pop("limit", None)
         if args or kwargs:
-            raise ConfigError(f"{test}: @pytest.mark.scenarios takes (team, input, limit=N).")
+            raise ConfigError(
+                f"{test}: @pytest.mark.scenarios takes (team, input, limit=N), got more: "
+                f"write {forms(getattr(team, '__name__', 'Team'))}."
+            )
         if not (isinstance(team, type) and issubclass(team, SharedState)):
             raise ConfigError(
                 f"{test}: @pytest.mark.scenarios expects a SharedState subclass first, "
                 f"got {team!r}."
             )
         if given is None:
-            raise ConfigError(f"{test}: @pytest.mark.scenarios({team.__name__}) needs input=...")
+            raise ConfigError(
+                f"{test}: @pytest.mark.scenarios({team.__name__}) has no input: "
+                f"write {forms(team.__name__)}."
+            )
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
@@ -84,6 +95,49 @@ class Request:
     def path(self, cassette_dir: Path) -> Path:
         """The generation's cassette: named from the team and a hash of what shapes it."""
         return cassette_dir / FOLDER / f"{self.team.__name__}-{fingerprint(self)}.yaml"
+
+
+def forms(team: str = "Team") -> str:
+    """The marker's accepted forms, as error messages show them."""
+    return (
+        f'@pytest.mark.scenarios({team}, input="...") or '
+        f'@pytest.mark.scenarios({team}, "...", limit=N)'
+    )
+
+
+def team_alone() -> str | None:
+    """Why a module failed to collect, when a ``scenarios`` marker named a team alone.
+
+    ``@pytest.mark.scenarios(Team)``: pytest takes a class given alone for the thing to mark,
+    so it marks the team, returns it, and the test function is passed to the team's
+    constructor (a TypeError while the module is imported). What is left to see is a
+    ``scenarios`` mark without arguments on the team: it is taken off again here, so the
+    error is told once. None when no team carries one.
+    """
+    team_module = sys.modules.get("pytest_harness.team")
+    if team_module is None:  # no team was ever defined
+        return None
+    for team in _subclasses(team_module.SharedState):
+        marks = team.__dict__.get("pytestmark", [])
+        kept = [mark for mark in marks if not _bare_scenarios(mark)]
+        if len(kept) < len(marks):
+            team.pytestmark = kept
+            return (
+                f"@pytest.mark.scenarios({team.__name__}) names the team alone, "
+                f"which pytest takes for the class to mark: give the input too, as in "
+                f"{forms(team.__name__)}."
+            )
+    return None
+
+
+def _subclasses(cls: type[Any]) -> Iterator[type[Any]]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _bare_scenarios(mark: Any) -> bool:
+    return getattr(mark, "name", None) == "scenarios" and not (mark.args or mark.kwargs)
 
 
 def fingerprint(request: Request) -> str:
@@ -302,23 +356,28 @@ def _items(output: Any, team: str) -> list[Any]:
     return items
 
 
-def parameters(marker: Any, metafunc: Any, settings: Any, run_id: str) -> list[Any]:
-    """The ``pytest.param`` values of a ``scenarios`` marker: one per scenario, or one that
-    errors at set-up saying what went wrong and how to record."""
+def parametrize(marker: Any, metafunc: Any, settings: Any, run_id: str) -> None:
+    """Parametrize the test's ``scenario`` argument from its ``scenarios`` marker: one test
+    per scenario, or one that errors at set-up saying what went wrong and the fix (a wrong
+    marker argument, no ``scenario`` argument, no recording): the session goes on."""
     import pytest
 
     test = metafunc.definition.nodeid
-    if "scenario" not in metafunc.fixturenames:  # nothing to parametrize: a collection error
-        raise ConfigError(
-            f"{test}: @pytest.mark.scenarios gives each test a `scenario` argument: "
-            "add `scenario` to the test's parameters."
-        )
+    takes = "scenario" in metafunc.fixturenames
     try:
-        request = Request.of(marker, test)
-        items = scenarios(request, settings, run_id)
+        if not takes:
+            raise ConfigError(
+                f"{test}: @pytest.mark.scenarios gives each test a `scenario` argument: "
+                "add `scenario` to the test's parameters."
+            )
+        items = scenarios(Request.of(marker, test), settings, run_id)
     except (ConfigError, ScenariosUnavailable) as error:
-        text = str(error) if isinstance(error, ConfigError) else f"{test}: {error}"
-        message = text.replace("<this test>", f"'{test}'")
-        unavailable = pytest.mark.scenarios_unavailable(message)
-        return [pytest.param(None, id="scenarios-unavailable", marks=unavailable)]
-    return [pytest.param(item, id=name) for item, name in zip(items, ids(items), strict=True)]
+        text = str(error) if str(error).startswith(f"{test}: ") else f"{test}: {error}"
+        unavailable = pytest.mark.scenarios_unavailable(text.replace("<this test>", f"'{test}'"))
+        # Without a `scenario` argument the error is a parameter set of no argument at all.
+        values = (None,) if takes else ()
+        error_only = pytest.param(*values, id="scenarios-unavailable", marks=unavailable)
+        metafunc.parametrize(["scenario"] if takes else [], [error_only])
+        return
+    found = [pytest.param(item, id=name) for item, name in zip(items, ids(items), strict=True)]
+    metafunc.parametrize("scenario", found)

@@ -4,16 +4,26 @@ A schema is a JSON-schema dict or a pydantic model class (anything with
 ``model_json_schema()`` / ``model_validate()``; pydantic is not imported here). A reply is
 read leniently, because many models wrap JSON in prose or code fences even when asked not
 to: the whole text, else the first fenced block, else the first balanced JSON object. What is
-found must then fit the schema. Every failure is a ``JudgeOutputError`` carrying the raw text.
+found must then fit the schema. Every failure is a ``JudgeOutputError`` carrying the raw text;
+a reply the provider cut off at its token limit says so (``cut_off``).
+
+A schema dict is checked when it is declared (``check_output``): against the metaschema of its
+dialect (``$schema``, default Draft 2020-12), and for keywords JSON Schema does not know, which
+a validator would silently ignore (``"propertes"``). The known keywords are read from
+jsonschema's own metaschemas, plus those structured-output providers accept.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urljoin
 
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
@@ -24,20 +34,40 @@ _DECODER = json.JSONDecoder(strict=False)  # a raw newline inside a string is st
 MAX_REPLY_DEPTH = 100
 
 
-def json_schema(output: Any) -> dict[str, Any] | None:
+def json_schema(output: Any, owner: str = "?") -> dict[str, Any] | None:
     """The JSON schema of an agent's ``output`` declaration (None: free text)."""
     if output is None:
         return None
     if isinstance(output, Mapping):
         return dict(output)
-    to_schema = getattr(output, "model_json_schema", None)
-    if isinstance(output, type) and callable(to_schema):
-        schema = to_schema()
+    if _is_model(output):
+        schema = output.model_json_schema()
         if isinstance(schema, dict):
             return schema
-    raise ConfigError(
-        f"an agent's output must be a JSON-schema dict or a pydantic model class, "
-        f"got {output!r} (type={type(output).__name__})"
+    raise _not_an_output(output, owner)
+
+
+def check_output(output: Any, owner: str) -> None:
+    """Raise ``ConfigError`` when an agent's ``output`` declaration is not a usable one.
+
+    A dict is checked by ``check_schema``. A pydantic model class is taken as it is: pydantic
+    makes valid schemas, and asking for one while the agent class is being declared would
+    fail on a forward reference not defined yet.
+    """
+    if isinstance(output, Mapping):
+        check_schema(dict(output), owner)
+    elif output is not None and not _is_model(output):
+        raise _not_an_output(output, owner)
+
+
+def _is_model(output: Any) -> bool:
+    return isinstance(output, type) and callable(getattr(output, "model_json_schema", None))
+
+
+def _not_an_output(output: Any, owner: str) -> ConfigError:
+    return ConfigError(
+        f"agent {owner}: output must be a JSON-schema dict or a pydantic model class (None "
+        f"for free text), got {output!r:.80} (type={type(output).__name__})"
     )
 
 
@@ -91,6 +121,30 @@ def find_json(text: str, raw: str | None = None) -> Any:
     )
 
 
+def cut_off(error: JudgeOutputError, agent: str, params: Mapping[str, Any]) -> JudgeOutputError:
+    """``error`` told as what it is: the provider stopped the reply at its token limit.
+
+    Args:
+        error: why the reply could not be read.
+        agent: the agent's name.
+        params: the litellm parameters of the call, where the limit is set.
+    """
+    setting = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+    if setting in params:
+        fix = f'raise "{setting}" in the agent\'s params (it is {params[setting]!r} now)'
+    else:
+        fix = (
+            'set params = {"max_tokens": ...} on the agent (it sets none, so the '
+            "provider's default limit applied)"
+        )
+    return JudgeOutputError(
+        f"the reply of agent {agent} was cut off at the token limit (finish_reason "
+        f"'length') before its JSON was complete: {quote(error.raw, 200)}. To let it finish, "
+        f"{fix}, or ask for a shorter reply in its instructions",
+        raw=error.raw,
+    )
+
+
 def _shallow(value: Any, raw: str) -> Any:
     """``value``, unless it nests deeper than ``MAX_REPLY_DEPTH`` (then ``JudgeOutputError``)."""
     level: list[Any] = [value]
@@ -132,7 +186,8 @@ class Output:
     @classmethod
     def of(cls, declared: Any, name: str) -> Output:
         """Read an agent's ``output`` declaration (``ConfigError`` when it is not one)."""
-        return cls(declared, json_schema(declared), name)
+        check_output(declared, name)
+        return cls(declared, json_schema(declared, name), name)
 
     @property
     def response_format(self) -> dict[str, Any] | None:
@@ -168,14 +223,14 @@ class Output:
                 ) from None
             dumped: Any = model.model_dump(mode="json")
             return dumped
-        _check(value, self.schema, raw)
+        _check(value, check_schema(self.schema, self.name), raw)
         return value
 
 
-def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
+def _check(value: Any, validator: Any, raw: str) -> None:
     import jsonschema  # only agents with a schema pay for the import
 
-    problem = jsonschema.exceptions.best_match(_validator(schema).iter_errors(value))
+    problem = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if problem is not None:
         where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
         raise JudgeOutputError(
@@ -185,22 +240,238 @@ def _check(value: Any, schema: dict[str, Any], raw: str) -> None:
         )
 
 
+# Checking a schema ----------------------------------------------------------------------------
+
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+# The Python names people write for them, which difflib does not always find ("float").
+_PYTHON_TYPES = {
+    "bool": "boolean",
+    "int": "integer",
+    "float": "number",
+    "str": "string",
+    "list": "array",
+    "tuple": "array",
+    "dict": "object",
+    "None": "null",
+    "NoneType": "null",
+}
+# Keywords structured-output providers accept beside their dialect's vocabulary: OpenAI's
+# `strict`, OpenAPI's `nullable` and `discriminator`, Gemini's `propertyOrdering`, and
+# annotations older dialects lack ($defs, $comment, readOnly...). Names starting with "x-" are
+# vendor extensions and always allowed.
+_PROVIDER_KEYWORDS = (
+    "strict",
+    "nullable",
+    "discriminator",
+    "propertyOrdering",
+    "title",
+    "description",
+    "examples",
+    "default",
+    "format",
+    "pattern",
+    "enum",
+    "const",
+    "$ref",
+    "$schema",
+    "$id",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentEncoding",
+    "contentMediaType",
+)
+_SCHEMA_MAPS = ("$defs", "definitions")  # name -> schema in every dialect providers read
+# Where a keyword's value holds schemas: the value itself, its items, or its values.
+_ITSELF, _ITEMS, _VALUES = "itself", "items", "values"
+_REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
 _VALIDATORS: dict[str, Any] = {}
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    """The schema's validator, built (and the schema itself checked) once per schema."""
-    key = json.dumps(schema, sort_keys=True, default=str)
+def check_schema(schema: dict[str, Any], owner: str) -> Any:
+    """The jsonschema validator of an output schema, once the schema is checked.
+
+    Checked once per schema: against the metaschema of its ``$schema`` (default Draft
+    2020-12), then for keywords JSON Schema does not know, wherever a keyword is expected.
+
+    Raises:
+        ConfigError: naming ``owner``, the keyword or value, its place and the fix.
+    """
+    key = _key(schema, owner)
     validator = _VALIDATORS.get(key)
     if validator is None:
         import jsonschema
 
-        validator_class = jsonschema.validators.validator_for(schema)
+        dialect = _dialect(schema, owner)
         try:
-            validator_class.check_schema(schema)
+            dialect.check_schema(schema)
         except jsonschema.SchemaError as bad:
-            raise ConfigError(
-                f"the agent's output schema is not a valid JSON schema: {bad.message}"
-            ) from None
-        validator = _VALIDATORS[key] = validator_class(schema)
+            raise _invalid(bad, owner) from None
+        known = _keywords(dialect)
+        unknown = next(_unknown_keywords(schema, known, ()), None)
+        if unknown is not None:
+            raise _unknown(unknown[1], unknown[0], known, owner)
+        validator = _VALIDATORS[key] = dialect(schema)
     return validator
+
+
+def _key(schema: dict[str, Any], owner: str) -> str:
+    try:
+        return json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ConfigError(
+            f"agent {owner}: its output schema is not JSON data ({error}); write it with "
+            "string keys and JSON values only (dicts, lists, strings, numbers, booleans, None)"
+        ) from None
+
+
+def _dialect(schema: dict[str, Any], owner: str) -> Any:
+    """The validator class of the schema's ``$schema``; Draft 2020-12 when it has none."""
+    import jsonschema
+
+    if "$schema" not in schema:
+        return jsonschema.Draft202012Validator
+    uri = schema["$schema"]
+    found: Any = None
+    if isinstance(uri, str):
+        try:  # a default given: an unknown $schema returns it, with no DeprecationWarning
+            found = jsonschema.validators.validator_for(schema, default=cast(Any, None))
+        except ValueError:  # urllib refuses it ("http://[")
+            found = None
+    if found is None:
+        raise ConfigError(
+            f"agent {owner}: its output schema's $schema is {uri!r:.80}, a dialect jsonschema "
+            'does not know. Leave "$schema" out (Draft 2020-12 is used), or write "$schema": '
+            '"https://json-schema.org/draft/2020-12/schema"'
+        )
+    return found
+
+
+def _invalid(bad: Any, owner: str) -> ConfigError:
+    """The ConfigError for jsonschema's ``SchemaError``: the place, the value, the fix."""
+    where = "/".join(str(part) for part in bad.path) or "(the top level)"
+    keyword = next((part for part in reversed(bad.path) if isinstance(part, str)), None)
+    if keyword == "type" and bad.validator in ("anyOf", "enum"):
+        return ConfigError(
+            f"agent {owner}: its output schema is not valid at {where}: {_type_fix(bad.instance)}"
+        )
+    fix = f"Correct the value of {keyword!r}" if keyword else "Correct the schema"
+    return ConfigError(
+        f"agent {owner}: its output schema is not valid at {where}: {bad.message}. "
+        f"{fix}; JSON Schema's keywords are described at {_REFERENCE}"
+    )
+
+
+def _type_fix(value: Any) -> str:
+    """What to write instead of a ``type`` value that names no JSON Schema type."""
+    in_list = isinstance(value, list)
+    wrong = next((name for name in value if name not in JSON_TYPES), value) if in_list else value
+    said = f"{wrong!r} is not a JSON Schema type"
+    close = _closest_type(wrong) if isinstance(wrong, str) else None
+    if close is not None:
+        write = f"write {close!r} in its place" if in_list else f'write "type": "{close}"'
+        said += f"; did you mean {close!r}? To fix it, {write}"
+    return f"{said}. The types are {', '.join(JSON_TYPES)}"
+
+
+def _closest_type(name: str) -> str | None:
+    close = difflib.get_close_matches(name.lower(), JSON_TYPES, n=1)
+    return _PYTHON_TYPES.get(name) or (close[0] if close else None)
+
+
+def _unknown(
+    keyword: Any, place: tuple[str, ...], known: Mapping[str, Any], owner: str
+) -> ConfigError:
+    where = "/".join(place) or "(the top level)"
+    names = [name for name in known if isinstance(name, str)]
+    close = difflib.get_close_matches(str(keyword), names, n=1)
+    guess = f"did you mean {close[0]!r}?" if close else "it is not a JSON Schema keyword."
+    return ConfigError(
+        f"agent {owner}: its output schema has the unknown keyword {keyword!r} at {where}; "
+        f"{guess} JSON Schema ignores a keyword it does not know, so this one would not "
+        f"apply. Correct it, or name an annotation of your own 'x-{keyword}'"
+    )
+
+
+def _unknown_keywords(
+    schema: Any, known: Mapping[str, frozenset[str]], place: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Each keyword ``known`` lacks, with the place of the schema that has it."""
+    if not isinstance(schema, Mapping):
+        return  # true / false, or a value check_schema already vouched for
+    for keyword, value in schema.items():
+        holds = known.get(keyword)
+        if holds is None:
+            if not (isinstance(keyword, str) and keyword.startswith("x-")):
+                yield place, keyword
+            continue
+        for inner, subschema in _subschemas(value, holds):
+            yield from _unknown_keywords(subschema, known, (*place, str(keyword), *inner))
+
+
+def _subschemas(value: Any, holds: frozenset[str]) -> list[tuple[tuple[str, ...], Any]]:
+    """The schemas in a keyword's value, each with its place inside the value."""
+    if isinstance(value, list) and _ITEMS in holds:
+        return [((str(index),), item) for index, item in enumerate(value)]
+    if isinstance(value, Mapping) and _ITSELF in holds:
+        return [((), value)]
+    if isinstance(value, Mapping) and _VALUES in holds:
+        return [((str(name),), item) for name, item in value.items()]
+    return []
+
+
+@functools.cache
+def _keywords(dialect: Any) -> Mapping[str, frozenset[str]]:
+    """Every keyword of a dialect, each with where its value holds schemas.
+
+    Read from the dialect's metaschema and its vocabularies, with the keywords jsonschema
+    implements for it and those providers accept.
+    """
+    known = dict.fromkeys((*_PROVIDER_KEYWORDS, *dialect.VALIDATORS), frozenset[str]())
+    known.update(dict.fromkeys(_SCHEMA_MAPS, frozenset({_VALUES})))
+    known.update(_vocabulary(dialect.META_SCHEMA))
+    return known
+
+
+def _vocabulary(metaschema: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """The keywords a metaschema declares (its ``properties``, and those of the vocabulary
+    metaschemas its ``allOf`` refers to, as Draft 2019-09 and 2020-12 do)."""
+    found: dict[str, frozenset[str]] = {}
+    for part in metaschema.get("allOf", ()):
+        ref = part.get("$ref") if isinstance(part, Mapping) else None
+        if isinstance(ref, str):
+            found.update(_vocabulary(_metaschema(urljoin(str(metaschema.get("$id", "")), ref))))
+    for keyword, entry in metaschema.get("properties", {}).items():
+        found[keyword] = _holds(entry)
+    return found
+
+
+def _metaschema(uri: str) -> Mapping[str, Any]:
+    """An official metaschema by its URI, from the registry jsonschema (4.18+) reads them from."""
+    try:
+        registry = importlib.import_module("jsonschema_specifications").REGISTRY
+        contents = registry.contents(uri)
+    except (ImportError, LookupError):  # an older jsonschema: the top metaschema only
+        return {}
+    return contents if isinstance(contents, Mapping) else {}
+
+
+def _holds(entry: Any) -> frozenset[str]:
+    """Where a value holds schemas, going by the keyword's entry in the metaschema."""
+    if not isinstance(entry, Mapping):
+        return frozenset()
+    if (
+        entry.get("$dynamicRef") == "#meta"  # 2020-12
+        or entry.get("$recursiveRef") == "#"  # 2019-09
+        or entry.get("$ref") == "#"  # draft 4 to 7
+    ):
+        return frozenset({_ITSELF})
+    holds: set[str] = set()
+    if str(entry.get("$ref", "")).endswith("/schemaArray"):
+        holds.add(_ITEMS)
+    if _ITSELF in _holds(entry.get("additionalProperties")):
+        holds.add(_VALUES)
+    for branch in entry.get("anyOf", ()):
+        holds |= _holds(branch)
+    return frozenset(holds)

@@ -14,6 +14,7 @@ against the classes below)::
     ├── AllAgentsFailed                     every judge failed (or more than ``may_fail``)
     ├── CassetteError                       a cassette cannot be read or written safely
     ├── NetworkBlocked (also ConnectionError)  replay mode refused an outbound connection
+    ├── EndpointUnreachable (also ConnectionError)  recording: nothing answers at an address
     ├── LocalModelError                     the embedded model cannot be installed or started
     ├── RunFailed                           an orchestrator request failed (its run is kept)
     ├── RetriesExhausted                    a transient provider error outlasted the retries
@@ -171,6 +172,10 @@ class CassetteError(HarnessError):
 
 class NetworkBlocked(HarnessError, ConnectionError):
     """In replay mode a test tried to connect to a host that is not allowed."""
+
+
+class EndpointUnreachable(HarnessError, ConnectionError):
+    """While recording, a request found nothing at its address (refused, or no such host)."""
 
 
 class LocalModelError(HarnessError):

@@ -302,8 +302,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from pytest_harness import _scenarios as scenarios
 
     config = metafunc.config
-    found = scenarios.parameters(marker, metafunc, settings(config), config.stash[RUN_ID])
-    metafunc.parametrize("scenario", found)
+    scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A module that ``@pytest.mark.scenarios(Team)`` (the team alone) broke says so."""
+    report = yield
+    if report.failed:
+        from pytest_harness import _scenarios as scenarios
+
+        report.longrepr = scenarios.team_alone() or report.longrepr
+    return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:

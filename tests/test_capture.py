@@ -570,6 +570,63 @@ def test_a_damaged_cassette_is_named_instead_of_an_sdk_error(
     result.stdout.no_fnmatch_line("*JSONDecodeError*")
 
 
+UNREACHABLE = """
+import pytest
+from pytest_harness import Agent, Tribunal
+from pytest_harness.orchestrator import Orchestrator
+from chat import chat
+from conftest import KEY, URL
+
+VOTE = {"type": "object", "properties": {"pass": {"type": "boolean"}}, "required": ["pass"]}
+
+class Judge(Agent):
+    model = "openai/judge"
+    output = VOTE
+    params = {"api_base": URL, "api_key": KEY}
+
+class Panel(Tribunal):
+    agents = [Judge]
+
+@pytest.mark.harness
+def test_application():
+    chat("one")
+
+@pytest.mark.harness
+def test_judge(harness):
+    harness.assert_verdict(Panel, "a reply")
+
+@pytest.mark.harness
+def test_agent():
+    Orchestrator("openai/agent", params={"api_base": URL, "api_key": KEY}).run("hello")
+"""
+
+
+def test_an_unreachable_endpoint_while_recording_is_named_in_a_few_lines(
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
+) -> None:
+    model_server.stop()  # nothing listens at its address any more
+    app.makepyfile(test_down=UNREACHABLE)
+    result = run(app, "--harness-live")
+    result.assert_outcomes(failed=3)
+    address = f"127.0.0.1:{model_server.port}"
+    text = result.stdout.str()
+    refused = f"EndpointUnreachable: nothing answers at {address} (connection refused)"
+    assert text.count(refused) >= 3
+    result.stdout.fnmatch_lines_random(
+        [
+            "*while recording test_down.py::test_application (the request: http://127.0.0.1:*"
+            "/v1/chat/completions). Start the server that should listen there, or fix the "
+            "address the code uses (api_base, base_url, OPENAI_BASE_URL).",
+            "The test then failed at test_down.py:* with *Error: *",
+            "*while recording test_down.py::test_judge*",
+            "*while recording test_down.py::test_agent*",
+        ]
+    )
+    assert "RetriesExhausted" not in text  # refused is not worth a retry
+    assert "InternalServerError" not in text  # nor a server's error
+    assert len(result.outlines) < 250  # three tests' failures, not pages of SDK frames
+
+
 BUDGET = """
 import pytest
 from chat import chat

@@ -311,3 +311,42 @@ def test_verdicts_of_a_scripted_judge_decide_the_rate(
         pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
         result = outcomes(pytester, "-v")
     assert f"test_judged.py::test_judged {line}" in result.stdout.str()
+
+
+STOPPED = (
+    JUDGED
+    + """
+@pytest.mark.harness(samples=4)
+def test_partly(harness):
+    if harness.sample == 3:
+        harness.assert_verdict(Panel, "Thanks, it ships today.")
+"""
+)
+
+
+def test_a_stopped_test_says_how_many_samples_completed_and_why(
+    pytester: pytest.Pytester,
+) -> None:
+    """A cassette miss at the first sample, and at the third: no rate of samples that never
+    ran, but how many completed and what stopped them."""
+    pytester.makepyfile(test_judged=STOPPED.format(url="http://127.0.0.1:9"))
+    pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+    result = outcomes(pytester, "-v", "-p", "no:randomly", "--harness-report=report.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_judged.py::test_judged FAILED (no sample of 6 completed: CassetteMiss: "
+            "no recording in *test_judged.yaml matches this request)*",
+            "test_judged.py::test_partly FAILED (2 of 4 samples completed (2 passed), then "
+            "sample 3 stopped: CassetteMiss: no recording in *test_partly.yaml matches this "
+            "request)*",
+        ]
+    )
+    assert "0/0 passed" not in result.stdout.str()
+    rows = {
+        r["test"]: r for r in json.loads((pytester.path / "report.json").read_text())["samples"]
+    }
+    unrun, partly = rows["test_judged.py::test_judged"], rows["test_judged.py::test_partly"]
+    assert (unrun["ran"], unrun["interval"], unrun["stopped"]["sample"]) == (0, None, 1)
+    assert (partly["ran"], partly["passes"], partly["stopped"]["sample"]) == (2, 2, 3)
+    assert partly["stopped"]["reason"].startswith("CassetteMiss: no recording in ")

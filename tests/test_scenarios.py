@@ -402,3 +402,71 @@ def test_scenarios_record_under_filterwarnings_error(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live", "-k", "test_reply"
     )
     result.assert_outcomes(passed=3)
+
+
+def test_the_team_alone_is_one_line_naming_the_forms(pytester: pytest.Pytester) -> None:
+    """pytest takes a class given alone for the thing to mark: the team is marked, then
+    called with the test function. The module's error says so, not SharedState's TypeError."""
+    pytester.makeconftest(TEAM.replace('os.environ["URL"]', '"http://127.0.0.1:9"'))
+    pytester.makepyfile(
+        test_alone="""
+        import pytest
+        from conftest import Messages
+
+        @pytest.mark.scenarios(Messages)
+        def test_reply(scenario):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting test_alone.py*",
+            "@pytest.mark.scenarios(Messages) names the team alone, which pytest takes for "
+            "the class to mark: give the input too, as in @pytest.mark.scenarios(Messages, "
+            'input="...") or @pytest.mark.scenarios(Messages, "...", limit=N).',
+        ]
+    )
+    assert "TypeError" not in result.stdout.str()
+
+
+WRONG_MARKERS = """
+import pytest
+from conftest import Messages
+
+@pytest.mark.scenarios(Messages, input="late parcels")
+def test_no_scenario_argument():
+    pass
+
+@pytest.mark.scenarios(team=Messages)
+def test_no_input(scenario):
+    pass
+
+def test_plain():
+    pass
+
+def test_other():
+    pass
+"""
+
+
+def test_a_wrong_scenarios_test_errors_alone_and_the_session_runs_on(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(TEAM.replace('os.environ["URL"]', '"http://127.0.0.1:9"'))
+    pytester.makepyfile(test_wrong=WRONG_MARKERS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, errors=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # not INTERRUPTED
+    assert "Interrupted" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_no_scenario_argument[[]scenarios-unavailable[]]*",
+            "test_wrong.py::test_no_scenario_argument: @pytest.mark.scenarios gives each test "
+            "a `scenario` argument: add `scenario` to the test's parameters.",
+            "*ERROR at setup of test_no_input[[]scenarios-unavailable[]]*",
+            "test_wrong.py::test_no_input: @pytest.mark.scenarios(Messages) has no input: "
+            'write @pytest.mark.scenarios(Messages, input="...") or '
+            '@pytest.mark.scenarios(Messages, "...", limit=N).',
+        ]
+    )

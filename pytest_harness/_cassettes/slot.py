@@ -18,11 +18,13 @@ import contextlib
 import itertools
 import os
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pytest_harness import _scope as scope
 from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call
@@ -32,7 +34,9 @@ from pytest_harness.errors import (
     CassetteError,
     CassetteMiss,
     ConfigError,
+    EndpointUnreachable,
     NetworkBlocked,
+    causes,
     find_cause,
 )
 
@@ -76,6 +80,37 @@ def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
     module, _, test = nodeid.partition("::")
     folder = Path(module).with_suffix("")
     return cassette_dir / folder / (_sanitize(test.replace("::", ".")) + SUFFIX)
+
+
+def _failed_url(error: BaseException) -> str | None:
+    """The URL of the request behind a connection error, when an exception in it knows.
+
+    The deepest one that knows: an SDK's wrapper may carry a made-up request (litellm's
+    names ``https://api.openai.com/v1`` whatever the address was).
+    """
+    found_url = None
+    for found in causes(error):
+        try:
+            request = getattr(found, "request", None)  # httpx's raises when it has none
+        except RuntimeError:
+            request = None
+        url = getattr(request, "url", None)
+        host, port = getattr(found, "host", None), getattr(found, "port", None)
+        if url is not None:
+            found_url = str(url)
+        elif isinstance(host, str) and isinstance(port, int):  # aiohttp's connector errors
+            found_url = f"http://{host}:{port}"
+    return found_url
+
+
+def _address(url: str) -> str:
+    """``host:port`` of a URL (the scheme's port when it names none)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return parts.netloc or url
+    return f"{parts.hostname}:{port}"
 
 
 def _sanitize(name: str) -> str:
@@ -130,6 +165,7 @@ class CassetteSlot:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _calls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _judged: dict[int, scope.Judged] = field(default_factory=dict)
+    _live_uri: str | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -156,7 +192,31 @@ class CassetteSlot:
         return self._judged.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
 
     def translate(self, error: BaseException) -> BaseException | None:
-        return find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
+        found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
+        return found if found is not None else self.unreachable(error)
+
+    def unreachable(self, error: BaseException) -> EndpointUnreachable | None:
+        """What a recording request that found nothing at its address means, or None.
+
+        SDKs report it as ``Connection error.`` (litellm as an HTTP 500), naming no address,
+        under a traceback through their retries; this names the address and the fix.
+        """
+        if self.mode == "none":
+            return None  # replay sends nothing: a refused connection is NetworkBlocked
+        refused = find_cause(error, (ConnectionRefusedError, socket.gaierror))
+        if refused is None:
+            return None
+        url = _failed_url(error) or self._live_uri
+        where = _address(url) if url else "the model server's address"
+        if isinstance(refused, ConnectionRefusedError):
+            reason, fix = "connection refused", "Start the server that should listen there"
+        else:
+            reason, fix = f"no such host: {refused}", "Check the host name"
+        asked = f" (the request: {url.partition('?')[0]})" if url else ""
+        return EndpointUnreachable(
+            f"nothing answers at {where} ({reason}) while recording {self.nodeid}{asked}. "
+            f"{fix}, or fix the address the code uses (api_base, base_url, OPENAI_BASE_URL)."
+        )
 
     def open(self) -> None:
         """Load the cassette and route HTTP through it (once; later calls do nothing)."""
@@ -194,6 +254,7 @@ class CassetteSlot:
         return self._recorded_metadata
 
     def _gate(self, request: Any) -> None:
+        self._live_uri = request.uri  # the last request sent live, should it find nothing
         if self.gate is not None:
             self.gate(request.uri)
 

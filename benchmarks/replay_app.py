@@ -58,6 +58,7 @@ import openai
 from replay import answer, load_cassette, make_slot, messages
 from tabulate import tabulate
 
+from pytest_harness._cassettes import files
 from pytest_harness._item import TrafficWatch
 from pytest_harness.testing import LoopbackServer
 
@@ -111,8 +112,9 @@ def floor_client(path: Path, url: str) -> openai.OpenAI:
     for interaction in json.loads(path.read_text(encoding="utf-8"))["interactions"]:
         request, response = interaction["request"], interaction["response"]
         headers = [(k, v) for k, values in response["headers"].items() for v in values]
-        body = response["body"]["string"].encode("utf-8")
-        recorded[request["body"].encode("utf-8")] = (response["status"]["code"], headers, body)
+        body = files.body_bytes(response["body"]) or b""
+        asked = files.body_bytes(request["body"]) or b""
+        recorded[asked] = (response["status"]["code"], headers, body)
 
     def handler(request: httpx.Request) -> httpx.Response:
         status, headers, body = recorded[request.content]
@@ -251,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         url, paths = record(Path(tmp))
         results = measure(url, paths, args.calls, rng)
         text = paths[LOAD_N].read_text(encoding="utf-8")
-        body_bytes = len(json.loads(text)["interactions"][0]["request"]["body"].encode())
+        first = json.loads(text)["interactions"][0]["request"]["body"]
+        body_bytes = len(files.body_bytes(first) or b"")
         load_ms = timed_ms(lambda: load_cassette(paths[LOAD_N]), args.rounds)
 
     print(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_harness._cassettes.files import body_bytes
 from pytest_harness.testing import LoopbackServer, Reply
 
 KEY = "sk-app-secret-0123456789abcdef"
@@ -427,7 +428,7 @@ def test_a_tribunal_judges_the_application_reply_from_one_cassette(
     model_server.stop()
     run(app).assert_outcomes(passed=1)
     (data,) = cassette_files(app).values()
-    models = sorted(json.loads(i["request"]["body"])["model"] for i in data["interactions"])
+    models = sorted(i["request"]["body"]["json"]["model"] for i in data["interactions"])
     assert models == ["gpt-4o-mini", "judge", "judge"]
 
 
@@ -516,15 +517,6 @@ def test_replay_needs_no_api_key(
     assert "OPENAI_API_KEY" not in os.environ  # given to the test, not left behind
 
 
-def _without_length(text: str) -> str:
-    data = json.loads(text)
-    for interaction in data["interactions"]:
-        headers = interaction["response"]["headers"]
-        for name in [name for name in headers if name.lower() == "content-length"]:
-            del headers[name]
-    return json.dumps(data)
-
-
 ONE_CALL = """
 import pytest
 from chat import chat
@@ -535,18 +527,32 @@ def test_one():
 """
 
 
+def _as_text(text: str, cut: int = 0, length: bool = True) -> str:
+    """The cassette as an older version wrote it (bodies as text), the reply's body cut short
+    by ``cut`` characters, its Content-Length kept or not."""
+    data = json.loads(text)
+    for interaction in data["interactions"]:
+        response = interaction["response"]
+        body = (body_bytes(response["body"]) or b"").decode()
+        response["body"] = {"string": body[: len(body) - cut]}
+        if not length:
+            for name in [name for name in response["headers"] if name.lower() == "content-length"]:
+                del response["headers"][name]
+    return json.dumps(data)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
         (lambda text: "", "cannot be read: it is empty"),
         (lambda text: '{"version": 1}', "cannot be read: it holds no recorded interactions"),
         (
-            lambda text: text.replace('"echo: one\\"', '"echo: o'),
+            lambda text: _as_text(text, cut=7),
             "the response body of interaction 1 (POST http://127.0.0.1:*/v1/chat/completions) "
             "is * bytes, where its recorded Content-Length says *: the file was cut or edited.",
         ),
         (
-            lambda text: _without_length(text.replace('"echo: one\\"', '"echo: o')),
+            lambda text: _as_text(text, cut=7, length=False),
             "the response body of interaction 1 (POST http://127.0.0.1:*/v1/chat/completions) "
             "is not the JSON its Content-Type says (*): the file was cut or edited.",
         ),
@@ -568,6 +574,21 @@ def test_a_damaged_cassette_is_named_instead_of_an_sdk_error(
     result.stdout.fnmatch_lines([f"*CassetteError: cassette *test_one.yaml*{message}*"])
     result.stdout.no_fnmatch_line("*Missing credentials*")
     result.stdout.no_fnmatch_line("*JSONDecodeError*")
+
+
+def test_a_reply_stored_as_json_replays_as_edited_by_hand(
+    app: pytest.Pytester, model_server: LoopbackServer, chat: str
+) -> None:
+    app.makepyfile(test_one=ONE_CALL.replace('== "echo: one"', '== "edited by hand"'))
+    app.makeini("[pytest]\nharness_record_failed = true\n")
+    run(app, "--harness-live").assert_outcomes(failed=1)  # the server says "echo: one"
+    model_server.stop()
+    path = app.path / "cassettes/test_one/test_one.yaml"
+    data = json.loads(path.read_text())
+    reply = data["interactions"][0]["response"]["body"]["json"]
+    reply["choices"][0]["message"]["content"] = "edited by hand"  # longer than it was
+    path.write_text(json.dumps(data, indent=2))
+    run(app).assert_outcomes(passed=1)
 
 
 UNREACHABLE = """

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_harness._cassettes.files import body_bytes
 from pytest_harness.testing import LoopbackServer, Reply
 
 CONFTEST = """
@@ -46,8 +48,14 @@ def cassette(suite: pytest.Pytester, relative: str) -> dict:
     return json.loads((suite.path / "cassettes" / relative).read_text())
 
 
+def text(body: Any) -> str:
+    """A stored body's text, whichever way the file holds it."""
+    found = body_bytes(body)
+    return "" if found is None else found.decode()
+
+
 def bodies(data: dict) -> list[str]:
-    return [i["response"]["body"]["string"] for i in data["interactions"]]
+    return [text(i["response"]["body"]) for i in data["interactions"]]
 
 
 SIMPLE = """
@@ -64,10 +72,11 @@ def test_record_then_replay_offline(suite: pytest.Pytester, server: LoopbackServ
 
     data = cassette(suite, "test_geo/test_capital.yaml")
     (interaction,) = data["interactions"]
-    assert json.loads(interaction["request"]["body"])["messages"][0]["content"] == (
+    assert interaction["request"]["body"]["json"]["messages"][0]["content"] == (
         "Capital of France?"
     )
-    assert '"Paris"' in interaction["response"]["body"]["string"]  # readable, not !!binary
+    reply = interaction["response"]["body"]["json"]  # stored as JSON: a diff reads it
+    assert reply["choices"][0]["message"]["content"] == "Paris"
     assert interaction["request"]["headers"]["authorization"] == ["REDACTED"]
 
     run(suite).assert_outcomes(passed=1)
@@ -139,7 +148,7 @@ def test_live_replaces_the_cassette_with_what_the_run_did(
     suite.makepyfile(test_two="def test_x(ask):\n    ask('two')\n")
     run(suite, "--harness-live").assert_outcomes(passed=1)
     (only,) = cassette(suite, "test_two/test_x.yaml")["interactions"]
-    assert "TWO" in only["response"]["body"]["string"]  # no stale interaction survived
+    assert "TWO" in text(only["response"]["body"])  # no stale interaction survived
 
 
 def test_failed_test_keeps_the_old_cassette(suite: pytest.Pytester, server: LoopbackServer) -> None:
@@ -287,7 +296,7 @@ def test_naming_params_classes_and_shared_cassettes(
         "sub/test_names/test_param_Paris.yaml",
     ]
     shared = [
-        json.loads(i["request"]["body"])["messages"][0]["content"]
+        json.loads(text(i["request"]["body"]))["messages"][0]["content"]
         for i in cassette(suite, "shared/geo.yaml")["interactions"]
     ]
     assert sorted(shared) == ["first", "second"]  # in the order the tests ran
@@ -394,7 +403,8 @@ def test_secret_in_a_recording_aborts_the_write(
     result.stdout.fnmatch_lines(
         [
             "*CassetteError: refusing to write cassette *test_leak.yaml: *nothing was written.",
-            "*- interactions[[]0[]].response.body: secret value, zq7V*",
+            "*- interactions[[]0[]].response.body.json.choices[[]0[]].message.content: "
+            "secret value, zq7V*",
         ]
     )
     assert secret not in result.stdout.str()
@@ -525,7 +535,7 @@ def test_redaction_keys_and_cassette_dir_from_the_ini_file(
     path = suite.path / "recorded/llm/test_r/test_r.yaml"
     chat, models = json.loads(path.read_text())["interactions"]
     assert chat["request"]["headers"]["x-tenant-secret"] == ["REDACTED"]
-    body = json.loads(chat["request"]["body"])
+    body = json.loads(text(chat["request"]["body"]))
     assert body["metadata"] == {"account_token": "REDACTED", "keep": "visible"}
     assert models["request"]["uri"].endswith("/v1/models?session=REDACTED&page=2")
     for secret in ("tenant-7", "acct-9", "s-42"):
@@ -570,7 +580,7 @@ def test_xdist_records_a_shared_cassette_from_two_workers(
     suite.makepyfile(test_x="import pytest\n\n" + tests)
     run(suite, "-n", "2", "--harness-live").assert_outcomes(passed=6)
     prompts = sorted(
-        json.loads(i["request"]["body"])["messages"][0]["content"]
+        json.loads(text(i["request"]["body"]))["messages"][0]["content"]
         for i in cassette(suite, "shared.yaml")["interactions"]
     )
     assert prompts == [str(i) for i in range(6)]

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from pytest_harness._agent import Agent
-from pytest_harness._cassettes import files, matching, store
+from pytest_harness._cassettes import bodies, files, matching, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.wire import Recognised, recognise
 from pytest_harness._response import ModelResponse, read_completion, read_stream
@@ -850,8 +850,8 @@ def with_interaction(change: tuple[Any, ...], value: Any, count: int = 3) -> dic
         pytest.param(
             ("response", "body"),
             "Paris.",
-            "interaction 3 of 3: response.body must be a mapping with 'string' or 'base64', "
-            "got text ('Paris.')",
+            "interaction 3 of 3: response.body must be a mapping with 'string', 'base64', "
+            "'json' or 'events', got text ('Paris.')",
             id="body-text",
         ),
         pytest.param(
@@ -861,10 +861,23 @@ def with_interaction(change: tuple[Any, ...], value: Any, count: int = 3) -> dic
             id="body-bad-base64",
         ),
         pytest.param(
+            ("response", "body"),
+            {"json": {"a": 1}, "form": "pretty"},
+            "interaction 3 of 3: response.body: form must be one of compact, compact-ascii, "
+            "spaced, spaced-ascii, indented, indented-ascii (+newline), got 'pretty'",
+            id="body-unknown-form",
+        ),
+        pytest.param(
+            ("response", "body"),
+            {"events": [{"event": "x"}], "form": "compact"},
+            "interaction 3 of 3: response.body: each event must be a mapping with 'data' or 'text'",
+            id="body-event-without-data",
+        ),
+        pytest.param(
             ("request", "body"),
             7,
-            "interaction 3 of 3: request.body must be text or a mapping with 'base64', "
-            "got an integer (7)",
+            "interaction 3 of 3: request.body must be text or a mapping with 'base64' or "
+            "'json', got an integer (7)",
             id="request-body-number",
         ),
         pytest.param(
@@ -1183,3 +1196,43 @@ def test_a_numbered_seam_request_reads_back_its_number() -> None:
     assert matching.seam_call({"x-pytest-harness-call": "12"}) == 12
     assert matching.seam_call({"accept": "gzip"}) is None
     assert matching.seam_call({"x-pytest-harness-call": "²"}) is None  # a digit, not a number
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_SPACINGS = st.sampled_from(
+    [{}, {"separators": (",", ":")}, {"indent": 2}, {"indent": 3}, {"ensure_ascii": False}]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=json_texts | st.text(max_size=40), value=_JSON_VALUES, spacing=_SPACINGS)
+def test_any_body_is_stored_so_that_it_gives_back_the_same_bytes(
+    text: str, value: Any, spacing: dict[str, Any]
+) -> None:
+    """Bodies become JSON in the file only when writing them back is byte for byte exact."""
+    written = json.dumps(value, **spacing)
+    events = "".join(f"event: e{i}\ndata: {written}\n\n" for i in range(2)) + "data: [DONE]\n\n"
+    for body in (text, written, written + "\n", events, events.replace("\n", "\r\n")):
+        stored = bodies.stored(body)
+        assert (stored if isinstance(stored, str) else bodies.text(stored)) == body
+        assert files.body_bytes(stored) == body.encode()
+
+
+def test_a_json_body_and_an_event_stream_are_stored_as_their_values() -> None:
+    reply = json.dumps({"id": "x", "choices": [{"message": {"content": "Paris"}}]}, indent=2)
+    assert bodies.stored(reply + "\n") == {
+        "json": {"id": "x", "choices": [{"message": {"content": "Paris"}}]},
+        "form": "indented+newline",
+    }
+    stream = 'data: {"a":1}\n\ndata: [DONE]\n\n'
+    assert bodies.stored(stream) == {
+        "events": [{"data": {"a": 1}}, {"text": "[DONE]"}],
+        "form": "compact",
+    }
+    assert bodies.stored('{"a": 1.0e5}') == '{"a": 1.0e5}'  # written back as 100000.0: text

@@ -292,7 +292,7 @@ def test_a_compacting_run_records_its_summary_call_and_replays(
     assert len(server.requests) == 5
 
     recorded = Path(pytester.path, "cassettes", "test_app", "test_orders.yaml").read_text()
-    bodies = [json.loads(i["request"]["body"]) for i in json.loads(recorded)["interactions"]]
+    bodies = [i["request"]["body"]["json"] for i in json.loads(recorded)["interactions"]]
     assert [is_summary(body) for body in bodies] == [False, False, False, True, False]
 
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -214,7 +214,7 @@ def test_identical_requests_record_once_per_sample_and_replay_in_order(
         recorded = outcomes(pytester, "--harness-live", "--harness-report=live.json")
         recorded.assert_outcomes(passed=1)
     cassette = json.loads((pytester.path / "cassettes/test_judged/test_judged.yaml").read_text())
-    bodies = {i["request"]["body"] for i in cassette["interactions"]}
+    bodies = {json.dumps(i["request"]["body"]) for i in cassette["interactions"]}
     assert len(cassette["interactions"]) == 6
     assert len(bodies) == 1
     # The server is gone: replay answers from the cassette, in recorded order.

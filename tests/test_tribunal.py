@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult
 from pytest_harness.errors import (
     AgentTimeout,
@@ -769,7 +771,11 @@ def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
     assert timed_out["agent"] == "Slow"
     assert type(timed_out["error"]) is AgentTimeout
     assert isinstance(timed_out["error"], TimeoutError)
-    assert str(timed_out["error"]) == "Agent Slow timed out after 1.0s"
+    assert str(timed_out["error"]) == (
+        "Agent Slow timed out after 1s, the timeout of panel Tribunal (7 s unless the tribunal "
+        "sets one; 180 s for the embedded model). Raise it: timeout = ... on the Tribunal "
+        "class, or Tribunal(..., timeout=...); None for no limit"
+    )
     assert [result.agent for result in tribunal.results] == ["Quick", "Quicker"]
     assert tribunal.verdict.value is True
     assert tribunal.verdict.tally == "2/2"
@@ -1080,4 +1086,31 @@ def test_a_hung_sync_judge_does_not_hold_the_process(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "Stuck: AgentTimeout: Agent Stuck timed out after 0.5s" in done.stdout
+    assert "Stuck: AgentTimeout: Agent Stuck timed out after 0.5s, the timeout of" in done.stdout
+
+
+class _LocalJudge(Agent):
+    model = "local"
+
+
+class _OwnTimeout(Tribunal):
+    timeout = 3
+
+
+@pytest.mark.parametrize(
+    ("tribunal", "override", "expected"),
+    [
+        (lambda: Tribunal(agents=[_LocalJudge]), None, 180.0),
+        (lambda: Tribunal(agents=[Agent]), "local", 180.0),  # --harness-model=local
+        (lambda: Tribunal(agents=[Agent]), None, 7.0),
+        (lambda: Tribunal(agents=[_LocalJudge], timeout=2), None, 2),
+        (lambda: _OwnTimeout(agents=[_LocalJudge]), None, 3),
+        (lambda: Tribunal(agents=[_LocalJudge], timeout=None), None, None),
+    ],
+    ids=["local-judge", "harness-model-local", "other-model", "given", "class", "no-limit"],
+)
+def test_the_default_timeout_grows_for_the_embedded_model_and_a_chosen_one_stays(
+    tribunal: Callable[[], Tribunal], override: str | None, expected: float | None
+) -> None:
+    with scope.override(model=override):
+        assert tribunal()._plan().timeout == expected

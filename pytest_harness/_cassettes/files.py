@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from filelock import FileLock
 
-from pytest_harness._cassettes import scrub
+from pytest_harness._cassettes import bodies, scrub
 from pytest_harness.errors import CassetteError
 
 FORMAT_VERSION = 1
@@ -146,20 +146,39 @@ def lock_path(path: Path) -> str:
 
 
 def interaction(request: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+    """One recorded exchange as the file stores it: JSON bodies as JSON (``bodies``)."""
     raw = dict(request)
-    raw["body"] = _text_or_base64(raw["body"])
-    body = _text_or_base64((response.get("body") or {}).get("string"))
+    raw["body"] = _stored(raw["body"])
+    body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
     return {"request": raw, "response": {**response, "body": shown}}
 
 
-def _text_or_base64(data: bytes | str | None) -> str | dict[str, str] | None:
-    if data is None or isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
+def _stored(data: bytes | str | None) -> str | dict[str, Any] | None:
+    if data is None:
+        return None
+    if isinstance(data, bytes):
+        try:
+            return bodies.stored(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(data).decode("ascii")}
+    return bodies.stored(data)
+
+
+def body_bytes(body: str | Mapping[str, Any] | None) -> bytes | None:
+    """The bytes of a stored body (text, base64, JSON value or events); None for none.
+
+    ``read`` checked its shape: a stored form here writes its text back.
+    """
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if bodies.is_stored_form(body):
+        return bodies.text(body).encode("utf-8")
+    if body.get("base64") is not None:
+        return base64.b64decode(body["base64"])
+    return str(body.get("string") or "").encode("utf-8")
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -266,10 +285,10 @@ _READ = {
     "": frozenset({"version", "metadata", "interactions"}),
     "interaction": frozenset({"request", "response"}),
     "request.": frozenset({"method", "uri", "body", "headers"}),
-    "request.body.": frozenset({"base64"}),
+    "request.body.": frozenset({"base64", "json", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
     "response.status.": frozenset({"code", "message"}),
-    "response.body.": frozenset({"string", "base64"}),
+    "response.body.": frozenset({"string", "base64", "json", "events", "form"}),
 }
 
 
@@ -395,8 +414,15 @@ def _request(request: dict[str, Any]) -> str | None:
 
 def _request_body(body: Any) -> str | None:
     if not isinstance(body, dict):
-        return f"request.body must be text or a mapping with 'base64', got {_kind(body)}"
+        return f"request.body must be text or a mapping with 'base64' or 'json', got {_kind(body)}"
+    if "json" in body:
+        return _free(body, "request.body.") or _stored_form(body, "request.body")
     return _free(body, "request.body.") or _base64(body, "request.body.", required=True)
+
+
+def _stored_form(body: dict[str, Any], where: str) -> str | None:
+    problem = bodies.problem(body)
+    return None if problem is None else f"{where}: {problem}"
 
 
 def _response(response: dict[str, Any]) -> str | None:
@@ -426,7 +452,12 @@ def _response_body(body: Any) -> str | None:
     if body is None:
         return None
     if not isinstance(body, dict):
-        return f"response.body must be a mapping with 'string' or 'base64', got {_kind(body)}"
+        return (
+            "response.body must be a mapping with 'string', 'base64', 'json' or 'events', "
+            f"got {_kind(body)}"
+        )
+    if bodies.is_stored_form(body):
+        return _free(body, where) or _stored_form(body, "response.body")
     return _free(body, where) or _typed(body, "string", str, where) or _base64(body, where)
 
 

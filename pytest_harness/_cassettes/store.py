@@ -14,7 +14,6 @@ value before any cassette touched it, and puts them all back when the last one c
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import json
@@ -30,7 +29,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness._cassettes import files, matching, scrub
+from pytest_harness._cassettes import bodies, files, matching, scrub
 from pytest_harness.errors import CassetteError, CassetteMiss
 
 _ABSENT = object()
@@ -78,27 +77,22 @@ class Registry:
 
 # ``files.read`` checked the shape of every interaction: what is read here is there, and typed.
 def _request(raw: Mapping[str, Any]) -> Any:
-    body = raw.get("body")
-    if isinstance(body, dict):
-        body = base64.b64decode(body["base64"])
-    elif isinstance(body, str):
-        body = body.encode("utf-8")
+    body = files.body_bytes(raw.get("body"))
     return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
 
 
 def _response(raw: Mapping[str, Any]) -> dict[str, Any]:
-    body = raw.get("body") or {}
-    encoded = body.get("base64")
-    if encoded is not None:
-        content = base64.b64decode(encoded)
-    else:
-        content = (body.get("string") or "").encode("utf-8")
+    content = files.body_bytes(raw.get("body") or {}) or b""
     # vcrpy's stubs read ``status.message`` and ``headers`` (a list per name) unconditionally;
     # a hand-edited file may leave them out, or give a header a single value.
     headers = {
         name: values if isinstance(values, list) else [values]
         for name, values in (raw.get("headers") or {}).items()
     }
+    if bodies.is_stored_form(raw.get("body")):
+        # Stored as JSON, the body may be edited by hand as JSON: its length is what it is now.
+        for name in [name for name in headers if name.lower() == "content-length"]:
+            headers[name] = [str(len(content))]
     status = {**raw["status"], "message": raw["status"].get("message") or ""}
     return {**raw, "status": status, "headers": headers, "body": {"string": content}}
 

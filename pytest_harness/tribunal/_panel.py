@@ -360,6 +360,12 @@ class TribunalEvent:
     verdict: Verdict | None = None
 
 
+DEFAULT_TIMEOUT = 7.0  # seconds for the whole panel, unless the tribunal sets its own
+# The default when a judge runs on the embedded model: its one llama.cpp server answers the
+# judges one after another, on the CPU.
+LOCAL_TIMEOUT = 180.0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """A tribunal's declarations for one run, as plain data."""
@@ -463,7 +469,10 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
         if task in pending:
             elapsed = round(time.perf_counter() - starts[index], 3)
             error: BaseException | None = AgentTimeout(
-                f"Agent {name} timed out after {plan.timeout}s"
+                f"Agent {name} timed out after {plan.timeout:g}s, the timeout of panel "
+                f"{plan.name} ({DEFAULT_TIMEOUT:g} s unless the tribunal sets one; "
+                f"{LOCAL_TIMEOUT:g} s for the embedded model). Raise it: timeout = ... on the "
+                f"Tribunal class, or {plan.name}(..., timeout=...); None for no limit"
             )
             result: Any = None
             _agent_event(plan, "timed_out", name, index, time=elapsed, error=error)

@@ -16,10 +16,20 @@ from types import MethodType
 from typing import Any, ClassVar
 
 from pytest_harness import _aio
+from pytest_harness import _model as model
 from pytest_harness._agent import Agent, AgentResult, totals
+from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal import _panel as panel
-from pytest_harness.tribunal._panel import Evaluator, Hook, Strategy, Verdict, strategy
+from pytest_harness.tribunal._panel import (
+    DEFAULT_TIMEOUT,
+    LOCAL_TIMEOUT,
+    Evaluator,
+    Hook,
+    Strategy,
+    Verdict,
+    strategy,
+)
 
 VALID_HOOKS = (
     "before_call",
@@ -199,14 +209,16 @@ class Tribunal:
         params: litellm parameters given to every judge (``temperature``, ...).
         memory: earlier messages (or notes) given to every judge.
         agents: the judges (Agent or Tribunal classes or instances); default: the class's.
-        timeout: seconds the whole panel may take (None: no limit); default: the class's.
+        timeout: seconds the whole panel may take (None: no limit); default: the class's
+            (``DEFAULT_TIMEOUT``, 7 s, unless a class sets one; ``LOCAL_TIMEOUT``, 180 s,
+            when that default meets a judge on the embedded model).
         streams: ``{"token": fn(agent, delta), "agent": fn(event), "tribunal": fn(event)}``.
         may_fail: judge errors tolerated before ``AllAgentsFailed``; default: the class's.
         strategy / evaluate: the verdict rule for this instance (default: the class's).
     """
 
     agents: Sequence[Any] = ()
-    timeout: float | None = 7
+    timeout: float | None = DEFAULT_TIMEOUT
     may_fail: int | None = None
     strategy: str | Strategy | None = None
     _declarations: ClassVar[Declarations] = Declarations()
@@ -257,6 +269,9 @@ class Tribunal:
         self.memory = memory
         self.agents = list(agents if agents is not None else type(self).agents)
         self.timeout: float | None = type(self).timeout if timeout is UNSET else timeout  # type: ignore[assignment]
+        self._timeout_chosen = timeout is not UNSET or any(
+            "timeout" in vars(cls) for cls in type(self).__mro__ if cls is not Tribunal
+        )
         chosen: Any = config.may_fail if may_fail is UNSET else may_fail
         check_may_fail(chosen)
         self.may_fail: int | None = chosen
@@ -301,17 +316,25 @@ class Tribunal:
         return self
 
     def _plan(self) -> panel.Plan:
+        judges = tuple(self._judge(spec) for spec in self.agents)
         return panel.Plan(
             name=self.name,
-            judges=tuple(self._judge(spec) for spec in self.agents),
+            judges=judges,
             hooks={event: tuple(hooks) for event, hooks in self._hooks.items()},
             strategy=self._strategy,
             evaluate=self._evaluate,
             process=self._process,
-            timeout=self.timeout,
+            timeout=self._timeout(judges),
             may_fail=self.may_fail,
             streams=dict(self.streams),
         )
+
+    def _timeout(self, judges: Sequence[Any]) -> float | None:
+        """The panel's timeout: the default grows to ``LOCAL_TIMEOUT`` for the embedded model."""
+        if self._timeout_chosen or self.timeout is None:
+            return self.timeout
+        local = any(model.resolve(getattr(j, "model", None)) == LOCAL_MODEL for j in judges)
+        return max(self.timeout, LOCAL_TIMEOUT) if local else self.timeout
 
     def _judge(self, spec: Any) -> Any:
         """A judge to run: a class built with this panel's input, or an instance as given."""

@@ -1,0 +1,153 @@
+"""A body as a cassette file stores it: readable JSON when that gives back the same bytes.
+
+A JSON body is stored as the value it holds, ``{"json": value, "form": "compact"}``, and a
+server-sent event stream as its events, ``{"events": [{"event": ..., "data": value}],
+"form": "compact"}``: indented with the file, so a changed prompt or reply is a changed line
+in a diff, not one long escaped string. ``form`` names how ``json.dumps`` writes the value
+back (``FORMS``, and ``+newline`` for a trailing newline). A body is stored so only when
+writing it back gives exactly the bytes that were sent or received (key order, spacing,
+escapes, number spelling): replay stays byte-exact. Anything else stays text (``string``
+for a response, the bare text for a request), or base64 when it is not UTF-8.
+
+Pure functions over plain values: no vcrpy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# How json.dumps writes a value back, by the name a stored body gives it.
+FORMS: dict[str, dict[str, Any]] = {
+    "compact": {"separators": (",", ":"), "ensure_ascii": False},
+    "compact-ascii": {"separators": (",", ":")},
+    "spaced": {"ensure_ascii": False},
+    "spaced-ascii": {},
+    "indented": {"indent": 2, "ensure_ascii": False},
+    "indented-ascii": {"indent": 2},
+}
+NEWLINE = "+newline"
+
+
+def stored(text: str) -> str | dict[str, Any]:
+    """How a text body is stored: its JSON value or its events, when either gives the text
+    back byte for byte; else the text itself."""
+    found = _as_json(text)
+    if found is None:
+        found = _as_events(text)
+    return text if found is None else found
+
+
+def is_stored_form(body: Any) -> bool:
+    """Whether ``body`` is a stored JSON value or event list (not text, not base64)."""
+    return isinstance(body, Mapping) and ("json" in body or "events" in body)
+
+
+def text(body: Mapping[str, Any]) -> str:
+    """The text of a stored JSON value or event list (``stored``'s inverse).
+
+    Raises:
+        ValueError: the form is not one of ``FORMS``, or the events are not a list of
+            mappings with ``data`` (or ``text``).
+    """
+    form = str(body.get("form", ""))
+    newline = form.endswith(NEWLINE)
+    options = FORMS.get(form.removesuffix(NEWLINE))
+    if options is None:
+        raise ValueError(f"form must be one of {', '.join(FORMS)} (+newline), got {form!r:.40}")
+    if "json" in body:
+        written = json.dumps(body["json"], **options)
+        return written + "\n" if newline else written
+    return _events_text(body.get("events"), options)
+
+
+def problem(body: Mapping[str, Any]) -> str | None:
+    """What makes a stored JSON value or event list unreadable, or None."""
+    try:
+        text(body)
+    except (ValueError, TypeError, RecursionError) as error:
+        return str(error)
+    return None
+
+
+def _as_json(text: str) -> dict[str, Any] | None:
+    core = text.removesuffix("\n")
+    if not core.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(core)
+    except (ValueError, RecursionError):
+        return None
+    form = _form(value, core)
+    if form is None:
+        return None
+    return {"json": value, "form": form + (NEWLINE if core != text else "")}
+
+
+def _form(value: Any, text: str) -> str | None:
+    """The name of the form that writes ``value`` back as ``text``, or None."""
+    for name, options in FORMS.items():
+        try:
+            if json.dumps(value, **options) == text:
+                return name
+        except (ValueError, RecursionError):
+            return None
+    return None
+
+
+def _as_events(text: str) -> dict[str, Any] | None:
+    """An SSE body written the usual way (``event:`` and ``data:`` lines, a blank line after
+    each event) as its events; None for anything else (comments, ids, retries, CRLF)."""
+    if not text.endswith("\n\n") or "\r" in text:
+        return None
+    events: list[dict[str, Any]] = []
+    form: str | None = None
+    for block in text[:-2].split("\n\n"):
+        event, form = _event(block, form)
+        if event is None:
+            return None
+        events.append(event)
+    chosen = form or "compact"
+    written = _events_text(events, FORMS[chosen])
+    return {"events": events, "form": chosen} if written == text else None
+
+
+def _event(block: str, form: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    lines = block.split("\n")
+    event: dict[str, Any] = {}
+    if lines[0].startswith("event: "):
+        event["event"] = lines.pop(0).removeprefix("event: ")
+    if len(lines) != 1 or not lines[0].startswith("data: "):
+        return None, form
+    data = lines[0].removeprefix("data: ")
+    value = _loads(data)
+    found = None if value is None else _form(value[0], data)
+    if value is not None and found is not None and form in (None, found):
+        event["data"] = value[0]
+        return event, found
+    event["text"] = data
+    return event, form
+
+
+def _loads(data: str) -> tuple[Any] | None:
+    if not data.startswith(("{", "[")):
+        return None
+    try:
+        return (json.loads(data),)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _events_text(events: Any, options: dict[str, Any]) -> str:
+    if not isinstance(events, list):
+        raise ValueError(f"events must be a list, got {type(events).__name__}")
+    parts = []
+    for event in events:
+        if not isinstance(event, Mapping) or ("data" in event) == ("text" in event):
+            raise ValueError("each event must be a mapping with 'data' or 'text'")
+        name = event.get("event")
+        head = f"event: {name}\n" if isinstance(name, str) else ""
+        data = json.dumps(event["data"], **options) if "data" in event else str(event["text"])
+        parts.append(f"{head}data: {data}\n\n")
+    return "".join(parts)

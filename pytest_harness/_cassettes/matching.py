@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -64,13 +64,21 @@ def canonical_body(body: bytes | str | None, ignore: Sequence[str] = ()) -> str:
 
 
 def _drop(data: Any, path: list[str]) -> None:
-    if not isinstance(data, dict) or not path:
+    """Remove the field at ``path`` (a list item, by its index, becomes null: the others
+    keep their places)."""
+    if not path:
         return
     head, rest = path[0], path[1:]
-    if not rest:
-        data.pop(head, None)
-    else:
-        _drop(data.get(head), rest)
+    if isinstance(data, dict):
+        if not rest:
+            data.pop(head, None)
+        else:
+            _drop(data.get(head), rest)
+    elif isinstance(data, list) and head.isdigit() and int(head) < len(data):
+        if not rest:
+            data[int(head)] = None
+        else:
+            _drop(data[int(head)], rest)
 
 
 def is_loopback(host: str) -> bool:
@@ -112,15 +120,27 @@ def host_filter(hosts: Iterable[str]) -> Callable[[str], bool]:
 
 
 def request_key(
-    method: str, uri: str, body: bytes | str | None, ignore: Sequence[str] = ()
+    method: str,
+    uri: str,
+    body: bytes | str | None,
+    ignore: Sequence[str] = (),
+    blank: Collection[str] = (),
 ) -> RequestKey:
-    """The key under which a request is recorded and looked up."""
+    """The key under which a request is recorded and looked up.
+
+    Args:
+        method, uri, body: the request.
+        ignore: dotted body fields left out (the match-ignored and the redacted ones).
+        blank: query parameters (lower-case names) whose value is left out (the redacted
+            ones): a request matches its recording whether or not it was redacted yet.
+    """
     parts = urlsplit(uri)
     host = (parts.hostname or "").lower()
     port = str(parts.port or _DEFAULT_PORTS.get(parts.scheme, ""))
     if is_loopback(host):
         host, port = "loopback", ""
-    query = urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode(sorted((k, "" if k.lower() in blank else v) for k, v in pairs))
     return (
         method.upper(),
         parts.scheme,

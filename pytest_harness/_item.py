@@ -16,7 +16,7 @@ What the test's features report as they finish becomes its report rows here too
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -240,22 +240,30 @@ class ItemRun:
         another (the cassette's misses then say the two differ). A recording keeps this
         run's override in the metadata it writes.
         """
-        asked = self.scope.model
-        if slot.mode != "all" and slot.path.is_file():
+        # A test replaying at set-up follows once its cassette is open (``open``): the file
+        # is read once. Any other reads the file's header now, before its first call.
+        replays_at_setup = self.captures and slot.mode == "none"
+        if slot.mode != "all" and not replays_at_setup and slot.path.is_file():
             from pytest_harness._cassettes import files
 
-            recorded = files.recorded_model(files.header(slot.path, lock=slot.mode != "none"))
-            if recorded is not None and asked is None:
-                self.scope = self.watch.scope = replace(self.scope, model=recorded)
-            elif recorded is not None and asked != recorded:
-                slot.replayed_with = asked
-            slot.model = recorded
+            self._follow(slot, files.header(slot.path, lock=slot.mode != "none"))
         if slot.mode == "none":
             return
         if self.scope.model is not None:
             slot.model = slot.metadata["model"] = self.scope.model
         if self.captures and self.scope.model == route.LOCAL_MODEL:
             slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
+
+    def _follow(self, slot: CassetteSlot, header: Mapping[str, Any]) -> None:
+        """Take the model override the cassette's ``header`` names, unless the test sets one."""
+        from pytest_harness._cassettes import files
+
+        recorded = files.recorded_model(header)
+        if recorded is not None and self.scope.model is None:
+            self.scope = self.watch.scope = replace(self.scope, model=recorded)
+        elif recorded is not None and self.scope.model != recorded:
+            slot.replayed_with = self.scope.model
+        slot.model = recorded
 
     def open(self) -> None:
         """Open the whole test's cassette (a test that uses the harness) and go offline.
@@ -273,6 +281,8 @@ class ItemRun:
         if local:  # the server starts (once) before the cassette sees any traffic
             self._set_environ(route.environment(live=True))
         self.slot.open()
+        if self.slot.mode == "none":
+            self._follow(self.slot, {"metadata": self.slot.recorded_metadata})
         if not local and self.slot.recorded_metadata.get("endpoint") == route.LOCAL_MODEL:
             self._set_environ(route.environment(live=False))
             local = True

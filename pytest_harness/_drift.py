@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_harness._cassettes.files import FORMAT_VERSION
+from pytest_harness._cassettes.files import FORMAT_VERSION, THIS_RUN
 from pytest_harness._report.text import judge_labels, tabulate
 from pytest_harness.errors import CassetteError
 
@@ -29,8 +29,13 @@ DRIFT_PROPERTY = "harness_drift"
 METADATA_KEY = "verdicts"
 
 
-def entries(records: Sequence[Mapping[str, Any]], run_id: str) -> dict[str, Any]:
-    """What a cassette keeps of a test's tribunal records: each run's outcome and votes."""
+def entries(records: Sequence[Mapping[str, Any]], run_id: str | None = None) -> dict[str, Any]:
+    """What a cassette keeps of a test's tribunal records: each run's outcome and votes.
+
+    No run id: a cassette re-recorded with the same verdicts must not change (which run
+    wrote an entry is kept outside the file, ``files.RunLog``). ``run_id`` is accepted and
+    ignored, for callers written before.
+    """
     seen: Counter[str] = Counter()
     runs = []
     for record in records:
@@ -43,7 +48,7 @@ def entries(records: Sequence[Mapping[str, Any]], run_id: str) -> dict[str, Any]
                 "votes": judge_votes(record["votes"]),
             }
         )
-    return {"run": run_id, "runs": runs}
+    return {"runs": runs}
 
 
 def judge_votes(votes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -64,7 +69,8 @@ def compare(
 
     Args:
         previous: the cassette file's header (``version``, ``metadata``) before this
-            recording; empty or None when there was no file.
+            recording, and under ``files.THIS_RUN`` the tests whose entries this recording
+            run wrote into it already; empty or None when there was no file.
         new: what this recording keeps (``entries``).
         test: the test's node id.
         path: the cassette, for messages.
@@ -77,7 +83,7 @@ def compare(
     if not previous:
         return []
     metadata: Mapping[str, Any] = previous.get("metadata") or {}
-    ours = isinstance(metadata, Mapping) and "run" in metadata  # written by a recording run
+    ours = isinstance(previous.get("metadata"), Mapping)  # written by a recording run
     if previous.get("version") != FORMAT_VERSION or not ours:
         raise CassetteError(
             f"verdict drift: the previous {path} is not a pytest-harness cassette (format "
@@ -97,7 +103,9 @@ def compare(
                 "when the test passes), re-recordings compare against it."
             )
         return []
-    if old.get("run") == new.get("run"):
+    # Entries of older cassettes name the run that wrote them.
+    same_run = old.get("run") is not None and old.get("run") == new.get("run")
+    if same_run or test in (previous.get(THIS_RUN) or ()):
         return []  # this recording run wrote it already (the test ran twice)
     return _flips(old.get("runs") or [], new.get("runs") or [], test=test, path=path)
 

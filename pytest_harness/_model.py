@@ -28,7 +28,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from pytest_harness import _env, _quiet_imports
@@ -48,6 +48,7 @@ from pytest_harness.errors import (
     HarnessWarning,
     InvalidResponse,
     ProviderResponseError,
+    causes,
     quote,
 )
 
@@ -190,7 +191,9 @@ def send(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
-    check(response, judged=_judged(call))
+    judged = _judged(call)
+    response = _as_recorded(response, judged)
+    check(response, judged=judged)
     return response
 
 
@@ -206,7 +209,9 @@ async def asend(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
-    check(response, judged=_judged(call))
+    judged = _judged(call)
+    response = _as_recorded(response, judged)
+    check(response, judged=judged)
     return response
 
 
@@ -262,9 +267,35 @@ def _received(call: Request, response: ModelResponse) -> ModelResponse:
     return response
 
 
+def _as_recorded(response: ModelResponse, judged: scope.Judged | None) -> ModelResponse:
+    """In replay, the response with the latency its cassette recorded (when it kept one):
+    a replayed call's own time says nothing about the model."""
+    if judged is None or judged.latency_s is None or not scope.current().replay:
+        return response
+    return replace(response, latency_s=judged.latency_s, latency_recorded=True)
+
+
 def _judged(call: Request) -> scope.Judged | None:
     """What a call hook's traffic check found in the call's HTTP reply, if one saw it."""
     return next(filter(None, (hook.judged(call.kwargs) for hook in call.hooks)), None)
+
+
+def _note_timeout(error: BaseException, timeout: Any) -> None:
+    """A timed-out call's error gains a note saying which setting gave it its time."""
+    if not any(
+        isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__
+        for cause in causes(error)
+    ):
+        return
+    limit = f"{timeout:g} s" if isinstance(timeout, (int, float)) else "the provider's default"
+    add_note = getattr(error, "add_note", None)  # Python 3.11 and later
+    if add_note is not None:
+        add_note(
+            f"pytest-harness: the call timed out after {limit}. Its timeout is the call's "
+            "timeout=..., else the test's @pytest.mark.harness(timeout=...), else the "
+            "harness_timeout ini key, else the provider SDK's default: raise the one that "
+            "applies."
+        )
 
 
 @contextmanager
@@ -279,6 +310,7 @@ def _clearer_errors(call: Request) -> Iterator[None]:
     except Exception as error:
         better = next(filter(None, (hook.translate(error) for hook in call.hooks)), None)
         if better is None:
+            _note_timeout(error, call.kwargs.get("timeout"))
             raise
         # It says what happened; the SDK's chain of wrappers (kept as its context) would
         # bury that under pages of their frames.

@@ -82,7 +82,9 @@ class ModelResponse:
         cost: USD cost when litellm knows the model's price, else None.
         model: the model the call was made with.
         id: the provider's id of the response, when it gave one (not compared).
-        latency_s: wall time of the call (not compared: replays differ only in it).
+        latency_s: wall time of the call (not compared: replays differ only in it); in
+            replay, the latency recorded with the cassette when it kept one.
+        latency_recorded: ``latency_s`` is the recorded one (a replay), not this call's.
     """
 
     content: str | None
@@ -95,6 +97,7 @@ class ModelResponse:
     model: str = ""
     id: str | None = field(default=None, compare=False)
     latency_s: float = field(default=0.0, compare=False)
+    latency_recorded: bool = field(default=False, compare=False)
 
     @property
     def has_tool_calls(self) -> bool:

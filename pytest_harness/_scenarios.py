@@ -17,10 +17,10 @@ worker collects the same ids.
 
 What goes wrong (no recording, a team that produced nothing, an error while generating, a
 wrong marker argument, no ``scenario`` argument) is one error for that test, at set-up,
-naming the fix; the session goes on. ``@pytest.mark.scenarios(Team)`` with the team alone
-cannot get that far: pytest takes a class given alone for the thing to mark, so the test
-function is passed to the team's constructor and the module fails to import;
-``team_alone`` turns that failure into one line that shows the marker's forms.
+naming the fix; the session goes on. So is ``@pytest.mark.scenarios(Team)`` with the team
+alone, although pytest takes a class given alone for the thing to mark and then passes the
+test function to the team's constructor: ``SharedState.__new__`` gives the test back marked
+``alone``, and ``Request.of`` makes that its error, one line showing the forms.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +67,12 @@ class Request:
         team = args.pop(0) if args else kwargs.pop("team", None)
         given = args.pop(0) if args else kwargs.pop("input", None)
         limit = kwargs.pop("limit", None)
+        if kwargs.pop("alone", False) and isinstance(team, type):
+            raise ConfigError(
+                f"{test}: @pytest.mark.scenarios({team.__name__}) names the team alone, which "
+                f"pytest takes for the class to mark: give the input too, as in "
+                f"{forms(team.__name__)}."
+            )
         if args or kwargs:
             raise ConfigError(
                 f"{test}: @pytest.mark.scenarios takes (team, input, limit=N), got more: "
@@ -103,41 +108,6 @@ def forms(team: str = "Team") -> str:
         f'@pytest.mark.scenarios({team}, input="...") or '
         f'@pytest.mark.scenarios({team}, "...", limit=N)'
     )
-
-
-def team_alone() -> str | None:
-    """Why a module failed to collect, when a ``scenarios`` marker named a team alone.
-
-    ``@pytest.mark.scenarios(Team)``: pytest takes a class given alone for the thing to mark,
-    so it marks the team, returns it, and the test function is passed to the team's
-    constructor (a TypeError while the module is imported). What is left to see is a
-    ``scenarios`` mark without arguments on the team: it is taken off again here, so the
-    error is told once. None when no team carries one.
-    """
-    team_module = sys.modules.get("pytest_harness.team")
-    if team_module is None:  # no team was ever defined
-        return None
-    for team in _subclasses(team_module.SharedState):
-        marks = team.__dict__.get("pytestmark", [])
-        kept = [mark for mark in marks if not _bare_scenarios(mark)]
-        if len(kept) < len(marks):
-            team.pytestmark = kept
-            return (
-                f"@pytest.mark.scenarios({team.__name__}) names the team alone, "
-                f"which pytest takes for the class to mark: give the input too, as in "
-                f"{forms(team.__name__)}."
-            )
-    return None
-
-
-def _subclasses(cls: type[Any]) -> Iterator[type[Any]]:
-    for sub in cls.__subclasses__():
-        yield sub
-        yield from _subclasses(sub)
-
-
-def _bare_scenarios(mark: Any) -> bool:
-    return getattr(mark, "name", None) == "scenarios" and not (mark.args or mark.kwargs)
 
 
 def fingerprint(request: Request) -> str:
@@ -211,18 +181,13 @@ def _slug(item: Any) -> str:
 
 def recorded(path: Path) -> list[Any] | None:
     """The scenarios a cassette holds, or None."""
-    return _recorded(path)[0]
-
-
-def _recorded(path: Path) -> tuple[list[Any] | None, str | None]:
-    """The scenarios a cassette holds (or None), and the run that recorded them."""
     from pytest_harness._cassettes import files
 
     if not path.exists():
-        return None, None
+        return None
     metadata = files.read(path).get("metadata") or {}
     items = metadata.get("scenarios")
-    return (items if isinstance(items, list) else None), metadata.get("run")
+    return items if isinstance(items, list) else None
 
 
 def scenarios(request: Request, settings: Any, run_id: str) -> list[Any]:
@@ -231,7 +196,10 @@ def scenarios(request: Request, settings: Any, run_id: str) -> list[Any]:
     Raises:
         ScenariosUnavailable: none recorded, none produced, or generation failed.
     """
+    from pytest_harness._cassettes import files
+
     path = request.path(settings.cassette_dir)
+    files.note_used(path)  # --harness-prune: this team's recording is in use
     items = _cache.get(path)
     if items is None:
         items = _replayed(path, request) if settings.record == "none" else None
@@ -288,13 +256,14 @@ def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list
     """Generate under a lock: the first worker of the run records, the others read."""
     from filelock import FileLock
 
-    from pytest_harness._cassettes.files import lock_path
+    from pytest_harness._cassettes.files import RunLog, lock_path
 
     # Not the file's own lock (writing the cassette takes that one): a lock on generating it.
     with FileLock(lock_path(path.with_suffix(".generating"))):
-        items, run = _recorded(path)
+        items = recorded(path)
         # This run's (another worker generated them), or any with --harness-record=new.
-        if items is not None and (run == run_id or settings.record == "new"):
+        ours = RunLog(run_id).written(path) is not None
+        if items is not None and (ours or settings.record == "new"):
             return items
         return _generate(path, request, settings, run_id)
 

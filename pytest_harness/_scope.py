@@ -46,9 +46,11 @@ class Judged:
 
     Attributes:
         problem: the reply's defect (a ``ResponseValidator`` reason), or None.
+        latency_s: the exchange's latency (as recorded, in replay), or None when unknown.
     """
 
     problem: str | None
+    latency_s: float | None = None
 
 
 class CallHook(Protocol):

@@ -30,6 +30,8 @@ DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
 CaptureMode: TypeAlias = Literal["harness", "all"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
+PruneAction: TypeAlias = Literal["list", "remove"]
+PRUNE_ACTIONS: tuple[PruneAction, ...] = ("list", "remove")
 _Option = TypeVar("_Option", bound=str)
 
 
@@ -62,6 +64,8 @@ class Settings(NamedTuple):
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
         redact_body_fields: dotted JSON body fields to redact.
+        prune: ``--harness-prune``: ``list`` or ``remove`` the cassettes no test of a full
+            run opened; None (the default) for neither.
         verbose: pytest's verbosity.
     """
 
@@ -84,6 +88,7 @@ class Settings(NamedTuple):
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
     redact_body_fields: tuple[str, ...] = ()
+    prune: PruneAction | None = None
     verbose: int = 0
 
 
@@ -125,8 +130,13 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
         redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
+        prune=_prune(getattr(options, "harness_prune", None)),
         verbose=verbose,
     )
+
+
+def _prune(value: str | None) -> PruneAction | None:
+    return None if value is None else choice("--harness-prune", value, PRUNE_ACTIONS)
 
 
 def _report_path(value: str | None) -> str | None:

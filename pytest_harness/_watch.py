@@ -4,7 +4,8 @@
 holds comes to it (``seen``), the harness's own and the application's. It judges each one:
 the application's under the test's policy, kept and reported when the test ends; the
 seam's own is handed back to the seam, which raises or warns it in the call that got it. It
-counts every response, the harness's as the seam reports it.
+counts every response, the harness's as the seam reports it, and keeps an account of the
+application's first calls (``exchange``: what it sent, what came back) for the report.
 
 ``Spend`` adds up the model responses of one test: the harness's own calls as the seam
 reports them (priced already), the application's as the cassette recognises them in
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import threading
 import warnings
@@ -49,6 +51,9 @@ if TYPE_CHECKING:
     from pytest_harness._settings import Settings, TestSettings
 
 USAGE_PROPERTY = "harness_usage"
+CALLS_PROPERTY = "harness_app_calls"
+MAX_CALLS = 20  # the application's calls a test's report shows (then only how many more)
+MAX_MESSAGES = 20  # a request's messages the report shows: its first, then the latest
 # Endpoints whose requests spend money: the budget refuses only these.
 _PAID = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
 _PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
@@ -209,6 +214,61 @@ def forget(run_id: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def exchange(seen: Seen, number: int, problem: str | None) -> dict[str, Any]:
+    """The JSON-ready account of one model call of the application's: where it went, the
+    messages it sent, what came back, its tokens and latency (``latency_recorded`` when the
+    latency is the recording's, in replay), and its defect, if any (texts clipped)."""
+    from pytest_harness._cassettes.wire import request_messages
+    from pytest_harness._report.text import cut
+
+    found, response = seen.found, seen.found.response
+    sent = request_messages(found.api, seen.request)
+    messages = [{**m, "content": cut(m["content"])} for m in sent]
+    latency = None if seen.latency_s is None else round(seen.latency_s, 3)
+    return {
+        "call": number,
+        "endpoint": seen.uri.partition("?")[0],  # a query may hold a key (Gemini's ?key=)
+        "api": found.api,
+        "model": found.model,
+        "replayed": seen.replayed,
+        "streamed": found.streamed,
+        "request": _fewer(messages),
+        "response": cut(response.text) or None,
+        "reasoning": cut(response.reasoning),
+        "tool_calls": [
+            {"name": call.name, "arguments": cut(call.raw_arguments)}
+            for call in response.tool_calls
+        ],
+        "finish_reason": response.finish_reason,
+        "prompt_tokens": response.usage.prompt_tokens,
+        "completion_tokens": response.usage.completion_tokens,
+        "tokens": response.usage.total_tokens,
+        "latency_s": latency,
+        "latency_recorded": seen.replayed and latency is not None,
+        "problem": problem,
+    }
+
+
+def _fewer(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most ``MAX_MESSAGES``: the first (a system prompt, a question), a line saying how
+    many were left out, then the latest."""
+    if len(messages) <= MAX_MESSAGES:
+        return messages
+    left = len(messages) - MAX_MESSAGES + 1
+    gap = {"role": "…", "content": f"{left} earlier messages left out"}
+    return [messages[0], gap, *messages[-(MAX_MESSAGES - 2) :]]
+
+
+def calls_property(test: str, calls: Sequence[dict[str, Any]], total: int) -> tuple[str, str]:
+    """The application's model calls in one test as a JUnit property, known secrets masked."""
+    from pytest_harness._cassettes.scrub import REDACTED, secret_values_from_env
+
+    text = json.dumps({"test": test, "calls": list(calls), "total": total}, sort_keys=True)
+    for secret in secret_values_from_env(os.environ):
+        text = text.replace(json.dumps(secret)[1:-1], REDACTED)
+    return CALLS_PROPERTY, text
+
+
 @dataclass(eq=False)
 class TrafficWatch:
     """The watch over one test's traffic.
@@ -223,6 +283,8 @@ class TrafficWatch:
             model name it asks for.
         problems: bad responses the application received, under ``fail``.
         warnings: bad responses the application received, under ``warn``, not warned yet.
+        calls: the application's first ``MAX_CALLS`` model calls (``exchange``), for the
+            report; ``called`` counts them all.
     """
 
     test: str
@@ -233,7 +295,10 @@ class TrafficWatch:
     free: bool = False
     problems: list[InvalidResponse] = field(default_factory=list)
     warnings: list[InvalidResponse] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    called: int = 0
     _reported: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def start(cls, session: Settings, test: TestSettings, nodeid: str, run_id: str) -> TrafficWatch:
@@ -266,6 +331,7 @@ class TrafficWatch:
         source = "a replayed" if seen.replayed else "a"
         call = f"{source} request of the application (POST {seen.uri.partition('?')[0]})"
         error = model.problem(seen.found.response, call=call, within=self.scope)
+        self._keep(seen, None if error is None else error.reason)
         if error is None:
             return None
         if self.scope.degenerate == "fail":
@@ -273,6 +339,14 @@ class TrafficWatch:
         else:
             self.warnings.append(error)
         return error.reason
+
+    def _keep(self, seen: Seen, problem: str | None) -> None:
+        """Count an application call; keep its account while fewer than ``MAX_CALLS`` are."""
+        with self._lock:  # SDKs call from threads: each call its own number
+            self.called += 1
+            number = self.called
+        if number <= MAX_CALLS:
+            self.calls.append(exchange(seen, number, problem))
 
     def warn_pending(self, *, quiet: bool = False) -> None:
         """Warn about each bad response kept under ``warn`` (at the end of a test phase).
@@ -321,9 +395,14 @@ class TrafficWatch:
         return describe(fresh[0]) if fresh else None
 
     def finish(self) -> list[tuple[str, str]]:
-        """The test's spend as JUnit properties (none without model calls)."""
+        """The test's spend and the application's calls as JUnit properties (none without
+        model calls)."""
         if self.budget is not None:
             self.budget.settle()
         if not self.spend.calls:
             return []
-        return junit_properties(self.spend.record(self.test, priced=self.price))
+        found = junit_properties(self.spend.record(self.test, priced=self.price))
+        if self.called:
+            calls = sorted(self.calls, key=lambda call: call["call"])
+            found.append(calls_property(self.test, calls, self.called))
+        return found

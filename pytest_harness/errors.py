@@ -16,6 +16,7 @@ against the classes below)::
     ├── NetworkBlocked (also ConnectionError)  replay mode refused an outbound connection
     ├── EndpointUnreachable (also ConnectionError)  recording: nothing answers at an address
     ├── LocalModelError                     the embedded model cannot be installed or started
+    │   └── UnsupportedRequest (also ValueError)  its endpoint cannot serve a request (a 400)
     ├── RunFailed                           an orchestrator request failed (its run is kept)
     ├── RetriesExhausted                    a transient provider error outlasted the retries
     ├── CompactionFailed                    the summary call of a compaction failed
@@ -180,6 +181,18 @@ class EndpointUnreachable(HarnessError, ConnectionError):
 
 class LocalModelError(HarnessError):
     """The embedded model is not installed, or its server did not start."""
+
+
+class UnsupportedRequest(LocalModelError, ValueError):
+    """A request the embedded model's endpoint cannot serve; the client gets a 400 saying so.
+
+    Attributes:
+        param: the request field at fault (OpenAI's error ``param``), or None.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class HarnessWarning(UserWarning):

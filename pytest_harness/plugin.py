@@ -65,6 +65,18 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--harness-prune",
+        {
+            "help": "after a full run (no paths, -k, -m or deselection; every test passed), "
+            "list the cassettes under harness_cassette_dir that no test opened (list, the "
+            "default), or delete them (remove)",
+            "default": None,
+            "metavar": "{list,remove}",
+            "nargs": "?",
+            "const": "list",
+        },
+    ),
+    (
         "--harness-report",
         {
             "help": "print the session's tables (tribunal runs, sampled tests, calibrations, "
@@ -219,6 +231,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
     config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
+    if config.option.harness_prune is not None:  # every process notes the cassettes it opens
+        from pytest_harness._item import Prune
+
+        prune = Prune(config, settings(config), config.stash[RUN_ID])
+        config.pluginmanager.register(prune, "harness-prune")
     shown = config.option.harness_report is not None or config.option.verbose > 0
     if workerinput is None and (shown or recording):  # the controller reports for all workers
         from pytest_harness._report.session import SessionReport
@@ -264,7 +281,8 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the embedded model's server, close the sync facade's loops, drop the ledger."""
+    """Stop the embedded model's server, close the sync facade's loops, drop the ledger and
+    the run's log of cassette files."""
     import sys
 
     route = sys.modules.get("pytest_harness._local.route")
@@ -275,6 +293,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         aio.close_loops()
     resolved = config.stash.get(SETTINGS, None)
     controller = getattr(config, "workerinput", None) is None  # the last one out
+    files = sys.modules.get("pytest_harness._cassettes.files")
+    run_id = config.stash.get(RUN_ID, None)  # None: configure stopped on a usage error
+    if controller and files is not None and run_id is not None:
+        files.RunLog(run_id).forget()  # which files the run wrote and opened
     if controller and resolved is not None and resolved.max_session_cost is not None:
         from pytest_harness import _watch as spend
 
@@ -303,19 +325,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     config = metafunc.config
     scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(
-    collector: pytest.Collector,
-) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    """A module that ``@pytest.mark.scenarios(Team)`` (the team alone) broke says so."""
-    report = yield
-    if report.failed:
-        from pytest_harness import _scenarios as scenarios
-
-        report.longrepr = scenarios.team_alone() or report.longrepr
-    return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:

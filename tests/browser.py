@@ -216,8 +216,13 @@ class Browser:
     def _next(self) -> dict[str, Any]:
         """The next message from Chromium; events are recorded on the way."""
         deadline = time.monotonic() + PATIENCE
+        # poll, not select: select() refuses a descriptor numbered 1024 or more, which a
+        # long test process may well have given the pipe.
+        waiting = select.poll()
+        waiting.register(self._receive, select.POLLIN)
         while b"\0" not in self._buffer:
-            ready, _, _ = select.select([self._receive], [], [], deadline - time.monotonic())
+            left = max(0.0, deadline - time.monotonic())
+            ready = waiting.poll(left * 1000)
             chunk = os.read(self._receive, 1 << 16) if ready else b""
             if not chunk:
                 raise BrowserError(f"chromium stopped answering; its log: {self._log_tail()}")

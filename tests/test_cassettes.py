@@ -426,7 +426,8 @@ def test_a_crash_between_write_and_replace_keeps_the_old_cassette(
         CONFTEST.format(url=server.url)
         + "\nimport os\nos.replace = lambda src, dst: os._exit(3)  # killed mid-write\n"
     )
-    server.handler = lambda body: Reply(content="Paris")
+    # Another answer (the same one would leave the file alone: nothing to write).
+    server.handler = lambda body: Reply(content="Paris", headers={"X-Served-By": "b"})
     result = suite.runpytest_subprocess("--harness-live")  # it dies: not in-process
     assert result.ret == 3
     assert path.read_bytes() == before  # the old cassette, whole

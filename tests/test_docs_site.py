@@ -47,6 +47,7 @@ NAMESPACES = {
     },
 }
 GUIDES = {
+    "keyless": "No API key",
     "response-checks": "Response checks",
     "cassettes": "Cassettes and application traffic",
     "embedded-model": "The embedded model",

@@ -256,13 +256,21 @@ def test_scope_timeout_bounds_a_slow_call(server: LoopbackServer) -> None:
 
     server.handler = held
     try:
-        with scope.override(timeout=0.3, retries=0), pytest.raises(litellm.exceptions.Timeout):
+        with (
+            scope.override(timeout=0.3, retries=0),
+            pytest.raises(litellm.exceptions.Timeout) as caught,
+        ):
             call(server, "sync")
         events.append("timed out")
     finally:
         release.set()
     assert events[:2] == ["arrived", "timed out"]  # before the server's reply was sent
     assert len(server.requests) == 1  # and not retried
+    # The error says where its 0.3 s came from, and how to raise it.
+    (note,) = caught.value.__notes__
+    assert note.startswith("pytest-harness: the call timed out after 0.3 s.")
+    assert "harness_timeout ini key" in note
+    assert "@pytest.mark.harness(timeout=...)" in note
 
 
 def test_listeners_see_every_accepted_response(server: LoopbackServer) -> None:

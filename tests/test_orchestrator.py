@@ -19,6 +19,7 @@ from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
+TIMEOUT_HINT = " (its timeout: @tool(timeout=...), else the orchestrator's tool_timeout)"
 
 
 @tool
@@ -209,7 +210,7 @@ def test_a_raising_tool_and_a_hanging_tool_become_error_results(server: Loopback
     server.queue(calls(("broken", {}), ("hangs", {})), Reply(content="both failed"))
     run = agent(server, broken, hangs).run("hi")
     assert run.tool_calls[0].error == "tool 'broken' raised RuntimeError: database down"
-    assert run.tool_calls[1].error == "tool 'hangs' did not finish within 0.2 s"
+    assert run.tool_calls[1].error == "tool 'hangs' did not finish within 0.2 s" + TIMEOUT_HINT
     assert ended == ["cancelled"]  # cut at its timeout, never left to sleep on
     assert run.output == "both failed"
 
@@ -420,8 +421,10 @@ def test_each_run_is_in_the_session_report_and_json(pytester: pytest.Pytester) -
     (data,) = json.loads((pytester.path / "r.json").read_text())["runs"]
     assert data["tools"] == ["lookup"]
     assert (data["requests"], data["stop_reason"], data["tool_errors"]) == (2, "done", 0)
+    assert (data["question"], data["answer"]) == ("A-1?", "It shipped.")
     assert data["steps"] == [  # the trajectory, for the HTML report
         {
+            "kind": "tool",
             "request": 1,
             "tool": "lookup",
             "arguments": '{"order": "A-1"}',

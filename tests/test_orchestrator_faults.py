@@ -22,6 +22,7 @@ from pytest_harness.orchestrator._tools import tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
+TIMEOUT_HINT = " (its timeout: @tool(timeout=...), else the orchestrator's tool_timeout)"
 
 HOLD = 30.0  # seconds a guard waits for what should come at once; only a broken loop reaches it
 
@@ -144,9 +145,14 @@ def test_a_hung_sync_tool_does_not_hold_the_process(
     )
     assert done.returncode == 0, done.stderr
     reported = json.loads(done.stdout.splitlines()[-1])
-    assert reported == {"error": "tool 'stuck' did not finish within 0.5 s", "output": "ok"}
+    assert reported == {
+        "error": "tool 'stuck' did not finish within 0.5 s" + TIMEOUT_HINT,
+        "output": "ok",
+    }
     tool_message = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
-    assert tool_message["content"] == "Error: tool 'stuck' did not finish within 0.5 s"
+    assert (
+        tool_message["content"] == "Error: tool 'stuck' did not finish within 0.5 s" + TIMEOUT_HINT
+    )
 
 
 HUNG_TEST = """
@@ -169,7 +175,7 @@ def test_agent(harness):
         agent = harness.orchestrator(server.model, [stuck], params=server.params,
                                      tool_timeout=0.5)
         run = agent.run("go")
-    assert run.tool_calls[0].error == "tool 'stuck' did not finish within 0.5 s"
+    assert run.tool_calls[0].error.startswith("tool 'stuck' did not finish within 0.5 s (")
     assert run.output == "gave up"
 """
 
@@ -205,7 +211,7 @@ def test_a_sync_tool_past_its_timeout_is_left_running_and_its_late_result_droppe
         assert thread.daemon  # nothing joins it at exit
     finally:
         release.set()
-    assert run.tool_calls[0].error == "tool 'stuck' did not finish within 0.2 s"
+    assert run.tool_calls[0].error == "tool 'stuck' did not finish within 0.2 s" + TIMEOUT_HINT
     thread.join(HANG)
     # Its late result reaches the loop on its next run, and is dropped there without a word.
     server.queue(Reply(content="next"))

@@ -35,12 +35,18 @@ SECTIONS = [
     "calibrations",
     "drift",
     "runs",
+    "app_calls",
     "transcripts",
     "usage",
 ]
 POLICY = "tests/test_support.py::test_refund_policy"
 REPLY = "tests/test_support.py::test_refund_reply"
+KNOWN_GAP = "tests/test_support.py::test_known_gap"  # xfailed: its tribunal fails, as expected
 SAMPLED = "tests/test_support.py::test_greeting_sampled"
+UNRECORDED = "tests/test_support.py::test_greeting_unrecorded"  # no sample ran
+AGENT = "tests/test_agent.py::test_order_lookup"
+APP = "tests/test_app.py::test_support_bot"
+MISS = "CassetteMiss: no recorded interaction matches POST /v1/chat/completions"
 
 
 def vote(agent: str, passed: bool, reason: str) -> dict[str, Any]:
@@ -96,8 +102,15 @@ def session() -> dict[str, Any]:
                 vote("Strict", False, STRICT_REASON),
             ],
             errors=[{"agent": "Broken", "error": "JudgeOutputError: no JSON object in it"}],
+            test_outcome="failed",
+        ),
+        tribunal_run(
+            KNOWN_GAP,
+            [vote("Lenient", False, "no date given"), vote("Strict", False, "no date")],
+            test_outcome="xfailed",
         ),
     ]
+    tribunals[0]["test_outcome"] = "passed"
     return {
         "tribunals": tribunals,
         "agreement": report.agreement(tribunals),
@@ -116,7 +129,20 @@ def session() -> dict[str, Any]:
                     {"sample": 5, "reason": "AssertionError: the reply is empty"},
                     {"sample": 9, "reason": "AssertionError: Quality verdict: FAIL"},
                 ],
-            }
+                "stopped": None,
+            },
+            {
+                "test": UNRECORDED,
+                "samples": 10,
+                "ran": 0,
+                "passes": 0,
+                "pass_rate": None,
+                "required": 0.8,
+                "interval": None,
+                "outcome": "fail",
+                "failures": [],
+                "stopped": {"sample": 1, "reason": MISS},
+            },
         ],
         "calibrations": [calibration()],
         "drift": [
@@ -133,17 +159,23 @@ def session() -> dict[str, Any]:
         ],
         "runs": [
             {
-                "test": "tests/test_agent.py::test_order_lookup",
+                "test": AGENT,
+                "test_outcome": "passed",
+                "question": "Where is order 42? Refund it if it is late.",
+                "answer": "Order 42 has shipped.\nA manager must approve a refund.",
                 "tools": ["lookup_order", "refund"],
                 "tool_errors": 1,
                 "requests": 3,
                 "stop_reason": "final_answer",
                 "tokens": 900,
                 "cost": 0.0011,
-                "time": 2.5,
+                "time": 0.01,
+                "recorded_time": 2.31,
                 "events": {"tool_call": 2, "model_request": 3},
                 "steps": [
+                    {"kind": "message", "request": 1, "text": "Let me look the order up."},
                     {
+                        "kind": "tool",
                         "request": 1,
                         "tool": "lookup_order",
                         "arguments": '{"order": 42}',
@@ -160,6 +192,7 @@ def session() -> dict[str, Any]:
                 ],
             }
         ],
+        "app_calls": [app_calls()],
         "transcripts": [
             {
                 "test": "tests/test_chat.py::test_impatient_customer",
@@ -177,7 +210,55 @@ def session() -> dict[str, Any]:
             {"test": REPLY, "calls": 3, "tokens": 360, "cost": 0.00036},
             {"test": POLICY, "calls": 3, "tokens": 240, "cost": None},
         ],
+        "tests": [
+            {"test": REPLY, "outcome": "passed"},
+            {"test": POLICY, "outcome": "failed"},
+            {"test": KNOWN_GAP, "outcome": "xfailed"},
+            {"test": AGENT, "outcome": "passed"},
+        ],
     }
+
+
+def app_calls() -> dict[str, Any]:
+    """A test whose application made 23 model calls, the first 2 kept (replayed, with the
+    latencies the cassette recorded)."""
+    call = {
+        "endpoint": "http://127.0.0.1:8080/v1/chat/completions",
+        "api": "openai.chat",
+        "model": "gpt-4o-mini",
+        "replayed": True,
+        "streamed": False,
+        "reasoning": None,
+        "finish_reason": "stop",
+        "prompt_tokens": 20,
+        "completion_tokens": 5,
+        "tokens": 25,
+        "latency_recorded": True,
+        "problem": None,
+    }
+    first = {
+        **call,
+        "call": 1,
+        "request": [
+            {"role": "system", "content": "You are a support bot."},
+            {"role": "user", "content": "Where is my order?"},
+        ],
+        "response": None,
+        "tool_calls": [{"name": "lookup_order", "arguments": '{"order": 42}'}],
+        "latency_s": 1.5,
+    }
+    second = {
+        **call,
+        "call": 2,
+        "request": [
+            {"role": "user", "content": "Where is my order?"},
+            {"role": "tool", "content": '{"status": "shipped"}'},
+        ],
+        "response": "It shipped yesterday.",
+        "tool_calls": [],
+        "latency_s": 0.81,
+    }
+    return {"test": APP, "test_outcome": "passed", "total": 23, "calls": [first, second]}
 
 
 def calibration() -> dict[str, Any]:
@@ -242,29 +323,38 @@ def test_the_page_shows_every_section_and_the_sessions_counts() -> None:
     assert [a.attrs["href"] for a in page.find("nav").find_all("a")] == [f"#{s}" for s in SECTIONS]
     counts = {li.attrs["data-key"]: li.attrs["data-count"] for li in page.find_all("li", "count")}
     assert counts == {
-        "tribunals": "2",
-        "samples": "1",
+        "tests": "4",
+        "tribunals": "3",
+        "samples": "2",
         "calibrations": "1",
         "drift": "1",
         "runs": "1",
+        "app_calls": "23",  # all of them, the 2 kept and the rest
         "transcripts": "1",
         "usage": "6",  # model calls
     }
+    tests = page.find("li", "count", data_key="tests")
+    assert tests.find("span", "split").text == "1 failed, 2 passed, 1 xfailed"
     tribunals = page.find("li", "count", data_key="tribunals")
-    assert tribunals.find("span", "split").text == "1 fail, 1 pass"
+    assert tribunals.find("span", "split").text == "2 fail, 1 pass"
     calibrations = page.find("li", "count", data_key="calibrations")
     assert calibrations.find("span", "split").text == "flagged: Lenient"
 
 
 def test_a_tribunal_run_shows_its_verdict_each_judges_vote_and_reason_and_its_errors() -> None:
     page = parse(render(session()))
+    spent = ["$0.000360", "1.25s"]  # cost and time, the same in each run
     assert rows(page, "tribunal-run") == {
-        REPLY: [REPLY, "Quality", "pass", "3/3", "360", "$0.000360", "1.25s"],
-        POLICY: [POLICY, "Quality", "fail", "1/2", "240", "$0.000360", "1.25s"],
+        REPLY: [REPLY, "passed", "Quality", "pass", "3/3", "360", *spent],
+        POLICY: [POLICY, "failed", "Quality", "fail", "1/2", "240", *spent],
+        KNOWN_GAP: [KNOWN_GAP, "xfailed", "Quality", "fail (xfailed)", "0/2", "240", *spent],
     }
     run = page.find("tbody", "entry", data_test=POLICY)
     assert run.attrs["data-outcome"] == "fail"
-    assert run.find("span", "outcome").classes == {"outcome", "fail"}  # coloured
+    assert run.attrs["data-test-outcome"] == "failed"
+    test, verdict = run.find("tr", "tribunal-run").find_all("span", "outcome")
+    assert test.classes == {"outcome", "test-outcome", "fail"}  # the test failed
+    assert verdict.classes == {"outcome", "fail"}  # coloured
     judges = run.find_all("tr", "judge")
     assert [cells(j)[:3] for j in judges] == [
         ["Lenient", "openai/gpt-4o-mini", "pass"],
@@ -279,8 +369,12 @@ def test_a_tribunal_run_shows_its_verdict_each_judges_vote_and_reason_and_its_er
 
 def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows() -> None:
     page = parse(render(session()))
-    (sampled,) = page.find_all("tr", "sampled-test")
+    sampled, unrecorded = page.find_all("tr", "sampled-test")
     assert cells(sampled) == [SAMPLED, "7/10", "70.0%", "39.7% - 89.2%", "80.0%", "fail"]
+    stop = "none: sample 1 stopped it: CassetteMiss: no recorded intera…"  # clipped, in full below
+    assert cells(unrecorded)[1:4] == ["0/0", "n/a", stop]
+    stopped = page.find("tbody", "entry", data_test=UNRECORDED).find("li", "stopped-sample")
+    assert stopped.text == f"sample 1 stopped the sampling: {MISS}"
     failed = page.find_all("li", "failed-sample")
     assert [li.text for li in failed][1] == "sample 5: AssertionError: the reply is empty"
 
@@ -306,7 +400,8 @@ def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows(
     assert cells(drift)[1:3] == ["Quality#1", "pass -> fail"]
     assert drift.find("li", "changed-vote").text == "Strict: pass -> fail"
 
-    assert cells(page.find("tr", "agent-run"))[1:5] == [
+    assert cells(page.find("tr", "agent-run"))[1:6] == [
+        "passed",
         "lookup_order, refund",
         "1",
         "3",
@@ -314,12 +409,50 @@ def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows(
     ]
     steps = [cells(tr) for tr in page.find_all("tr", "step")]
     assert steps == [
+        ["1", "model", "Let me look the order up.", ""],
         ["1", "lookup_order", '{"order": 42}', '{"status": "shipped"}'],
         ["2", "refund", '{"order": 42}', "ToolError: refunds need a manager"],
     ]
     turns = [li.text for li in page.find_all("li", "turn")]
     assert turns == ["user: Where is my parcel?", "assistant: It arrives on Tuesday."]
     assert cells(page.find("tr", "usage-total")) == ["total", "6", "600", "$0.000360"]
+
+
+def test_an_agent_run_shows_its_question_steps_and_answer_folded_and_its_recorded_time() -> None:
+    page = parse(render(session()))
+    run = page.find("tbody", "entry", data_test=AGENT)
+    assert cells(run.find("tr", "agent-run"))[-1] == "recorded 2.31s (replay 0.01s)"
+    transcript = run.find("details", "run-transcript")
+    assert "open" not in transcript.attrs  # folded until clicked
+    question = "Where is order 42? Refund it if it is late."
+    assert transcript.find("summary").text == f"question: {question}"
+    assert transcript.find("div", "question").find(cls="full").text == question
+    answer = transcript.find("div", "answer").find(cls="full").text
+    assert answer == "Order 42 has shipped.\nA manager must approve a refund."  # lines kept
+    kinds = [tr.attrs.get("data-tool", "message") for tr in transcript.find_all("tr", "step")]
+    assert kinds == ["message", "lookup_order", "refund"]  # in the order they happened
+
+
+def test_an_application_call_shows_the_messages_it_sent_and_the_response_folded() -> None:
+    page = parse(render(session()))
+    entry = page.find("tbody", "entry", data_test=APP)
+    row = [APP, "passed", "23 (first 2 shown)", "gpt-4o-mini", "50", "recorded 2.31s"]
+    assert cells(entry.find("tr", "app-calls")) == row
+    first, second = entry.find_all("details", "app-call")
+    assert "open" not in first.attrs
+    assert "open" not in second.attrs
+    assert first.find("summary").text == (
+        "1. http://127.0.0.1:8080/v1/chat/completions · gpt-4o-mini · 25 tokens · "
+        "recorded 1.50s · replayed"
+    )
+    sent = [
+        (li.attrs["data-role"], li.find(cls="full").text) for li in first.find_all("li", "message")
+    ]
+    assert sent[:2] == [("system", "You are a support bot."), ("user", "Where is my order?")]
+    assert first.find("li", "tool-call").text == 'lookup_order({"order": 42})'
+    assert first.find_all("div", "response") == []  # it only asked for a tool
+    assert second.find("div", "response").find(cls="full").text == "It shipped yesterday."
+    assert second.find("li", "message", data_role="tool").text == 'tool: {"status": "shipped"}'
 
 
 def test_every_value_from_the_records_is_escaped() -> None:
@@ -378,10 +511,12 @@ def test_records_without_their_optional_keys_still_render() -> None:
         "runs": [{"test": "t::e"}],
         "transcripts": [{"test": "t::f", "turns": [{"role": "user", "content": {"x": 1}}]}],
         "usage": [{"test": "t::g"}],
+        "app_calls": [{"test": "t::h"}],
     }
     page = parse(render(data))
     assert cells(page.find("tr", "tribunal-run")) == [
         "t::a",
+        "",
         "Quality",
         "error",
         "0/0",
@@ -389,6 +524,8 @@ def test_records_without_their_optional_keys_still_render() -> None:
         "",
         "",
     ]
+    assert cells(page.find("tr", "app-calls")) == ["t::h", "", "0", "", "0", ""]
+    assert cells(page.find("tr", "agent-run"))[1:] == ["", "-", "0", "0", "", "-", "0", "", ""]
     assert cells(page.find("tr", "sampled-test"))[1:4] == ["1/2", "n/a", "n/a - n/a"]
     assert cells(page.find("tr", "panel-score")) == [
         "panel",
@@ -458,8 +595,9 @@ def test_chromium_loads_the_report_offline_without_a_console_error(tmp_path: Pat
     assert browser.errors == []
     assert browser.external_requests == []
     assert pwned == "undefined"  # the reason's script did not run: it is text
-    assert dom.find("span", id="shown").text == "7 of 7 shown"  # the page's own script ran
-    assert [r.attrs["data-outcome"] for r in dom.find_all("tr", "tribunal-run")] == ["pass", "fail"]
+    assert dom.find("span", id="shown").text == "10 of 10 shown"  # the page's own script ran
+    outcomes = [r.attrs["data-outcome"] for r in dom.find_all("tr", "tribunal-run")]
+    assert outcomes == ["pass", "fail", "xfailed"]
     strict = dom.find("tbody", data_test=POLICY).find("tr", "judge", data_judge="Strict")
     assert strict.find(cls="full").text == STRICT_REASON
     assert [p.attrs["data-judge"] for p in dom.find_all("tr", "flagged")] == ["Lenient"]
@@ -481,14 +619,33 @@ def test_the_filter_and_the_failures_toggle_hide_whole_entries(tmp_path: Path) -
     assert browser.errors == []
     assert by_word == [["tribunal-run", POLICY], ["drift", POLICY]]
     assert by_words == [["tribunal-run", POLICY]]  # every word, in any case, anywhere in it
-    assert failing == [
+    assert failing == [  # the xfailed test's failing tribunal is no failure
         ["tribunal-run", POLICY],
         ["sampled-test", SAMPLED],
+        ["sampled-test", UNRECORDED],
         ["calibration", "tests/test_judges.py::test_judges_agree_with_people"],
         ["drift", POLICY],
     ]
-    assert counted == "4 of 7 shown"
-    assert len(everything) == 7
+    assert counted == "5 of 10 shown"
+    assert len(everything) == 10
+
+
+@needs_chromium
+def test_chromium_keeps_transcripts_and_calls_folded_until_clicked(tmp_path: Path) -> None:
+    path = tmp_path / "report.html"
+    write_html(path, session())
+    with Browser(tmp_path) as browser:
+        browser.open(path)
+        before = browser.evaluate(VISIBLE)
+        browser.evaluate(UNFOLD)
+        after = browser.evaluate(VISIBLE)
+        colours = browser.evaluate(VERDICT_COLOURS)
+    assert browser.errors == []
+    assert before == {"question": False, "answer": False, "message": False, "response": False}
+    assert after == {"question": True, "answer": True, "message": True, "response": True}
+    # An xfailed test's failing verdict is not drawn as a failure.
+    assert colours["failed"] != colours["xfailed"]
+    assert colours["failed"] == colours["failed test"]
 
 
 @needs_chromium
@@ -515,7 +672,7 @@ def test_a_sessions_report_html_opens_in_chromium_with_every_vote(
         result = pytester.runpytest_subprocess(
             "-p", "no:cacheprovider", "--harness-report=out/report.html"
         )
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=1, xfailed=1)
     path = pytester.path / "out" / "report.html"
     with Browser(tmp_path) as browser:
         browser.open(path)
@@ -529,12 +686,19 @@ def test_a_sessions_report_html_opens_in_chromium_with_every_vote(
     assert outcomes == {
         "test_replies.py::test_polite": "pass",
         "test_replies.py::test_rude": "fail",
+        "test_replies.py::test_rude_known": "xfailed",  # the test expected it: no failure
     }
+    tested = {
+        r.attrs["data-test"]: r.find("span", "test-outcome").text
+        for r in dom.find_all("tr", "tribunal-run")
+    }
+    assert set(tested.values()) == {"passed", "failed", "xfailed"}
+    assert tested["test_replies.py::test_rude_known"] == "xfailed"
     rude = dom.find("tbody", "entry", data_test="test_replies.py::test_rude")
     votes = [(cells(j)[0], cells(j)[2], cells(j)[3]) for j in rude.find_all("tr", "judge")]
     assert votes == [("Lenient", "fail", "rude"), ("Strict", "fail", f"rude {ATTACK}")]
     assert dom.find("tr", "agreement", data_tribunal="Quality")
-    assert [td.text for td in dom.find("tr", "usage-total").find_all("td")][1] == "4"  # calls
+    assert [td.text for td in dom.find("tr", "usage-total").find_all("td")][1] == "6"  # calls
 
 
 BROKEN_PAGE = """<!DOCTYPE html>
@@ -555,6 +719,23 @@ TYPE = """(() => {{ const box = document.getElementById("filter");
 box.value = "{words}"; box.dispatchEvent(new Event("input")); }})();
 """
 TOGGLE = "document.getElementById('failures-only').click();\n"
+# Whether the first of each folded part has boxes (is rendered), and clicking every fold open.
+VISIBLE = """(() => {
+  const shown = (selector) => document.querySelector(selector).checkVisibility();
+  return {question: shown(".run-transcript .question"), answer: shown(".run-transcript .answer"),
+          message: shown(".app-call li.message"), response: shown(".app-call .response")};
+})();
+"""
+UNFOLD = """document.querySelectorAll(".run-transcript > summary, .app-call > summary")
+  .forEach((summary) => summary.click());
+"""
+VERDICT_COLOURS = """(() => {
+  const colour = (test, n) => getComputedStyle(document.querySelector(
+    `tr.tribunal-run[data-test="${test}"]`).querySelectorAll(".outcome")[n]).backgroundColor;
+  return {"failed": colour(POLICY, 1), "xfailed": colour(KNOWN_GAP, 1),
+          "failed test": colour(POLICY, 0)};
+})();
+""".replace("KNOWN_GAP", json.dumps(KNOWN_GAP)).replace("POLICY", json.dumps(POLICY))
 SHOWN = """Array.from(document.querySelectorAll(".entry"))
   .filter((entry) => entry.getClientRects().length > 0)
   .map((entry) => [entry.firstElementChild.className || entry.classList[1],
@@ -599,6 +780,10 @@ def test_polite(harness):
     harness.assert_verdict(Quality, "Thanks for waiting, it ships today.")
 
 def test_rude(harness):
+    harness.assert_verdict(Quality, "Go away, rude customer.")
+
+@pytest.mark.xfail(reason="rude replies are a known gap")
+def test_rude_known(harness):
     harness.assert_verdict(Quality, "Go away, rude customer.")
 """
 

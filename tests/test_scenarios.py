@@ -406,7 +406,7 @@ def test_scenarios_record_under_filterwarnings_error(
 
 def test_the_team_alone_is_one_line_naming_the_forms(pytester: pytest.Pytester) -> None:
     """pytest takes a class given alone for the thing to mark: the team is marked, then
-    called with the test function. The module's error says so, not SharedState's TypeError."""
+    called with the test function. That test errors alone, saying so; the others run."""
     pytester.makeconftest(TEAM.replace('os.environ["URL"]', '"http://127.0.0.1:9"'))
     pytester.makepyfile(
         test_alone="""
@@ -416,12 +416,23 @@ def test_the_team_alone_is_one_line_naming_the_forms(pytester: pytest.Pytester) 
         @pytest.mark.scenarios(Messages)
         def test_reply(scenario):
             pass
+
+        @pytest.mark.scenarios(Messages)
+        class TestReplies:
+            def test_one(self, scenario):
+                pass
+
+        def test_other():
+            pass
         """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=2)
+    assert "Interrupted" not in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*ERROR collecting test_alone.py*",
+            "*ERROR at setup of test_reply*",
+            "test_alone.py::test_reply: "
             "@pytest.mark.scenarios(Messages) names the team alone, which pytest takes for "
             "the class to mark: give the input too, as in @pytest.mark.scenarios(Messages, "
             'input="...") or @pytest.mark.scenarios(Messages, "...", limit=N).',

@@ -434,7 +434,8 @@ def test_a_member_past_its_own_timeout_is_cut_off_and_the_team_goes_on(
     ]
     assert result.errors[0].error == (
         "Team: Slow in cycle 1 did not finish within its timeout of 0.5 s; its findings so "
-        "far are kept"
+        "far are kept. To give it longer: SharedState.member(..., timeout=...), or the team's "
+        "member_timeout"
     )
     assert [(f.author, f.cycle) for f in result.output] == [("Fast", 1), ("Fast", 2)]
     assert (result.terminated_by, result.cycles) == ("max_cycles", 2)
@@ -686,7 +687,8 @@ def test_member_timeout_not_the_teams_bounds_one_members_turn(server: LoopbackSe
     assert (cut.member, cut.cycle, cut.run) == ("Slow", 1, None)
     assert cut.error == (
         "Team: Slow in cycle 1 did not finish within its timeout of 0.5 s; its findings so "
-        "far are kept"
+        "far are kept. To give it longer: SharedState.member(..., timeout=...), or the team's "
+        "member_timeout"
     )
     assert (result.cycles, result.terminated_by) == (1, "timeout")
 

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes.wire import Recognised, events, is_event_stream, recognise
+from pytest_harness._cassettes.wire import (
+    Recognised,
+    events,
+    is_event_stream,
+    recognise,
+    request_messages,
+)
 from pytest_harness._response import ModelResponse, ToolCall, Usage
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -1198,3 +1204,142 @@ def test_sse_events_join_data_lines_and_skip_comments_and_other_fields() -> None
 )
 def test_is_event_stream(headers: dict[str, Any], text: str, expected: bool) -> None:
     assert is_event_stream(headers, text) is expected
+
+
+# What a request sent: its messages, read for the report, in each API's shape.
+
+WEATHER_ARGS = {"city": "Paris"}
+
+
+@pytest.mark.parametrize(
+    ("api", "request_body"),
+    [
+        (
+            "openai.chat",
+            {
+                "model": "gpt-4o-mini",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {
+                                    "name": "get_weather",
+                                    "arguments": '{"city": "Paris"}',
+                                },
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                ],
+            },
+        ),
+        (
+            "openai.responses",
+            {
+                "model": "gpt-4o-mini",
+                "instructions": "Be brief.",
+                "input": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "Weather in Paris?"}],
+                    },
+                    {
+                        "type": "function_call",
+                        "call_id": "c1",
+                        "name": "get_weather",
+                        "arguments": '{"city": "Paris"}',
+                    },
+                    {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+                ],
+            },
+        ),
+        (
+            "anthropic.messages",
+            {
+                "model": "claude-sonnet-4-5",
+                "system": [{"type": "text", "text": "Be brief."}],
+                "messages": [
+                    {"role": "user", "content": "Weather in Paris?"},
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "c1",
+                                "name": "get_weather",
+                                "input": WEATHER_ARGS,
+                            }
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"}
+                        ],
+                    },
+                ],
+            },
+        ),
+        (
+            "gemini.generate",
+            {
+                "systemInstruction": {"parts": [{"text": "Be brief."}]},
+                "contents": [
+                    {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+                    {
+                        "role": "model",
+                        "parts": [{"functionCall": {"name": "get_weather", "args": WEATHER_ARGS}}],
+                    },
+                    {
+                        "role": "user",
+                        "parts": [
+                            {"functionResponse": {"name": "get_weather", "response": "sunny"}}
+                        ],
+                    },
+                ],
+            },
+        ),
+    ],
+    ids=["chat", "responses", "anthropic", "gemini"],
+)
+def test_request_messages_read_each_apis_conversation(api: str, request_body: Any) -> None:
+    said = request_messages(api, json.dumps(request_body).encode())
+    assistant = "model" if api == "gemini.generate" else "assistant"
+    assert said == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": assistant, "content": 'get_weather({"city": "Paris"})'},
+        {"role": "tool", "content": "sunny"},
+    ]
+
+
+def test_request_messages_of_a_plain_text_input_and_of_no_instructions() -> None:
+    body = json.dumps({"model": "gpt-4o-mini", "input": "Hello?"})
+    assert request_messages("openai.responses", body) == [{"role": "user", "content": "Hello?"}]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        b"",
+        b"\xff\xfe",
+        b"not json",
+        b"[1, 2]",
+        b'{"messages": "no list"}',
+        b'{"messages": [1]}',
+    ],
+)
+@pytest.mark.parametrize(
+    "api", ["openai.chat", "openai.responses", "anthropic.messages", "gemini.generate", "x"]
+)
+def test_request_messages_of_an_unreadable_body_are_none_never_an_error(
+    api: str, body: bytes | None
+) -> None:
+    assert request_messages(api, body) == []

@@ -278,10 +278,12 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
     )
     assert json.loads(Path(pytester.path / "r.json").read_text()) == {
         "agreement": [],
+        "app_calls": [],
         "calibrations": [],
         "drift": [],
         "runs": [],
         "samples": [],
+        "tests": [],
         "transcripts": [],
         "tribunals": [],
         "usage": [],

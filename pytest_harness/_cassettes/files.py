@@ -5,7 +5,10 @@
   A hand-edited file in YAML syntax still loads, through PyYAML's C loader.
 - Writes are atomic (temporary file in the same folder, then ``os.replace``), scanned for
   secrets first, and merged under a file lock: every test of one recording run that shares
-  a cassette adds to it, also from other xdist workers; a new run replaces it.
+  a cassette adds to it, also from other xdist workers; a new run replaces it. Which run
+  wrote a file is kept outside it (``RunLog``), and an interaction recorded again the same
+  is kept as the file had it (``steady``): re-recording identical answers changes no byte,
+  and a file whose bytes would not change is not written.
 
 Plain data in and out: vcrpy is not imported here.
 """
@@ -18,15 +21,17 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from filelock import FileLock
 
-from pytest_harness._cassettes import bodies, scrub
+from pytest_harness._cassettes import bodies, matching, scrub, steady
 from pytest_harness.errors import CassetteError
 
 FORMAT_VERSION = 1
@@ -40,41 +45,79 @@ def merge_and_write(
     run_id: str,
     secrets: Sequence[str],
     metadata: Mapping[str, Any] | None = None,
+    key: steady.KeyOf | None = None,
 ) -> dict[str, Any]:
     """Write the interactions a test recorded into ``path``, keeping what belongs there.
 
     ``all``: the file holds what this recording run recorded into it (the earlier tests of
-    the run that share it, then this one). ``new``: the file keeps what it had and gains the
-    new interactions. ``metadata`` is added to the file's (the run id is always set); a
+    the run that share it, then this one), each interaction the same as the one the file
+    held before the run at its place kept as it was (``steady.align``). ``new``: the file
+    keeps what it had and gains the new interactions. ``metadata`` is added to the file's; a
     mapping value merges with the file's by key (per-test entries such as ``verdicts``
-    survive a new recording run until their own test records again).
+    survive a new recording run until their own test records again). Which files this run
+    wrote is kept outside them (``RunLog``): the file is written only when its bytes change.
     Raises CassetteError when a secret is found; nothing is written then.
+
+    Args:
+        key: the match key of a stored request (``steady.align`` pairs by it); by default
+            ``matching.request_key`` of its method, URL and body.
 
     Returns:
         The file's header before this write (``version`` and ``metadata``), or an empty
-        dict when there was no file.
+        dict when there was no file; under ``THIS_RUN``, when this run had written it
+        before, the per-test keys (node ids) it wrote.
     """
+    log = RunLog(run_id)
     with FileLock(lock_path(path)):
+        current, before = (read(path), path.read_bytes()) if path.exists() else ({}, None)
+        previous = _header(current) if before is not None else {}
+        written = log.written(path)
+        earlier: dict[str, Any] = current.get("metadata") or {}
         kept: list[Any] = []
         known: dict[str, Any] = {}
-        previous: dict[str, Any] = {}
-        if path.exists():
-            current = read(path)
-            previous = _header(current)
-            earlier: dict[str, Any] = current.get("metadata") or {}
-            if mode != "all" or earlier.get("run") == run_id:
-                kept = list(current.get("interactions", []))
-                known = dict(earlier)
-            else:  # a new recording run: only the per-test entries carry over
-                known = {k: v for k, v in earlier.items() if k in _PER_TEST}
+        if mode != "all" or written is not None:
+            kept = list(current.get("interactions", []))
+            known = dict(earlier)
+        else:  # a new recording run: only the per-test entries carry over
+            known = {k: v for k, v in earlier.items() if k in _PER_TEST}
+        known.pop("run", None)  # cassettes written before the run id moved out kept it here
+        interactions = [*kept, *new]
+        original = list(current.get("interactions", [])) if written is None else written.original
+        if mode == "all":
+            interactions = steady.align(original, interactions, key or _request_key)
         data = {
             "version": FORMAT_VERSION,
-            "metadata": {**_merged(known, metadata or {}), "run": run_id},
-            "interactions": [*kept, *new],
+            "metadata": _merged(known, metadata or {}),
+            "interactions": interactions,
         }
         scrub.check_before_write(data, secrets, str(path))
-        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        if before != text.encode("utf-8"):
+            write_atomic(path, text)
+        tests = _per_test_keys(metadata or {})
+        log.wrote(path, original, [*(written.tests if written else ()), *tests])
+    if previous and written is not None:
+        previous[THIS_RUN] = list(written.tests)
     return previous
+
+
+# The key of ``merge_and_write``'s result that lists the per-test entries this run wrote.
+THIS_RUN = "this_run"
+
+
+def _request_key(request: Mapping[str, Any]) -> Hashable:
+    return matching.request_key(
+        str(request.get("method", "")), str(request.get("uri", "")), body_bytes(request.get("body"))
+    )
+
+
+def _per_test_keys(metadata: Mapping[str, Any]) -> list[str]:
+    return [
+        str(test)
+        for name in _PER_TEST
+        if isinstance(metadata.get(name), Mapping)
+        for test in metadata[name]
+    ]
 
 
 # Metadata kept per test (a mapping by node id): a new recording run keeps the entries of the
@@ -145,13 +188,144 @@ def lock_path(path: Path) -> str:
     return str(folder / f"{digest}.lock")
 
 
-def interaction(request: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
-    """One recorded exchange as the file stores it: JSON bodies as JSON (``bodies``)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Written:
+    """A file a recording run has written: what it held before, and the per-test entries.
+
+    Attributes:
+        original: the file's interactions before the run's first write (``steady.align``
+            keeps them where the run recorded the same again).
+        tests: the per-test keys (node ids) of the metadata the run wrote into it.
+    """
+
+    original: list[Any]
+    tests: tuple[str, ...] = ()
+
+
+class RunLog:
+    """What one session did with cassette files, kept outside them (a file that held its
+    run's id changed on every recording run).
+
+    A folder of the system's temp folder named by the session's run id, which xdist workers
+    share (as they share the spend ledger): the files the run wrote (``Written``), under the
+    cassette's own lock; the cassettes its tests opened and why it was not a full run, for
+    ``--harness-prune`` (one file per process, appended to). ``forget`` removes it.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.folder = Path(tempfile.gettempdir()) / "pytest-harness-runs" / run_id
+
+    def written(self, path: Path) -> Written | None:
+        """What this run wrote into ``path`` (None: nothing yet). Call under its lock."""
+        try:
+            data = json.loads(self._mark(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return Written(original=list(data["original"]), tests=tuple(data["tests"]))
+
+    def wrote(self, path: Path, original: Sequence[Any], tests: Sequence[str]) -> None:
+        """Remember that this run wrote ``path`` (call under its lock)."""
+        tests = tuple(dict.fromkeys(tests))
+        known = self.written(path)
+        if known is None or known.tests != tests:
+            data = {"path": str(path), "original": list(original), "tests": list(tests)}
+            write_atomic(self._mark(path), json.dumps(data, ensure_ascii=False))
+
+    def _mark(self, path: Path) -> Path:
+        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()
+        return self.folder / "written" / f"{digest}.json"
+
+    def used(self, path: Path, *, folder: bool = False) -> None:
+        """Note a cassette a test opened (or a ``folder`` of them a skipped module owns)."""
+        self._append("used", f"{'folder' if folder else 'file'}\t{path.resolve()}")
+
+    def partial(self, reason: str) -> None:
+        """Note why this run does not show which cassettes are unused (``--harness-prune``)."""
+        self._append("partial", " ".join(reason.split()))
+
+    def _append(self, kind: str, line: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{kind}-{os.getpid()}.txt", "a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+
+    def _lines(self, kind: str) -> list[str]:
+        lines: list[str] = []
+        for part in sorted(self.folder.glob(f"{kind}-*.txt")):
+            lines += part.read_text(encoding="utf-8").splitlines()
+        return list(dict.fromkeys(line for line in lines if line))
+
+    def reasons(self) -> list[str]:
+        """Why this run was not a full one, as its processes noted it (none: it was)."""
+        return self._lines("partial")
+
+    def unused(self, cassette_dir: Path, suffix: str) -> list[Path]:
+        """The cassette files (named ``*suffix``) under ``cassette_dir`` no test of this run
+        opened, outside the folders noted as used."""
+        files_: set[Path] = set()
+        folders: list[Path] = []
+        for line in self._lines("used"):
+            kind, _, where = line.partition("\t")
+            if kind == "folder":
+                folders.append(Path(where))
+            else:
+                files_.add(Path(where))
+        return [
+            path
+            for path in sorted(cassette_dir.resolve().rglob(f"*{suffix}"))
+            if path.is_file()
+            and path not in files_
+            and not any(path.is_relative_to(folder) for folder in folders)
+        ]
+
+    def forget(self) -> None:
+        """Remove the run's folder (the session is over)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# The log that notes the cassettes opened (``note_used``), while a session asks for it.
+_tracking: RunLog | None = None
+
+
+def track(log: RunLog | None) -> RunLog | None:
+    """Note the cassettes opened from now on in ``log`` (None: stop); returns the log before."""
+    global _tracking
+    before, _tracking = _tracking, log
+    return before
+
+
+def note_used(path: Path, *, folder: bool = False) -> None:
+    """A test (or a scenarios marker) opened the cassette ``path``: noted while tracked."""
+    if _tracking is not None:
+        _tracking.used(path, folder=folder)
+
+
+def interaction(
+    request: Mapping[str, Any], response: Mapping[str, Any], latency_s: float | None = None
+) -> dict[str, Any]:
+    """One recorded exchange as the file stores it: JSON bodies as JSON (``bodies``),
+    volatile headers left out and the loopback port pinned (``steady.kept``), and the
+    exchange's latency in seconds when it was measured."""
     raw = dict(request)
     raw["body"] = _stored(raw["body"])
     body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
-    return {"request": raw, "response": {**response, "body": shown}}
+    answer = {name: value for name, value in response.items() if name != LATENCY}
+    stored = steady.kept({"request": raw, "response": {**answer, "body": shown}})
+    if latency_s is not None:
+        stored[LATENCY] = round(latency_s, 3)
+    return stored
+
+
+# The interaction field that holds how long the exchange took when it was recorded (seconds).
+LATENCY = "latency_s"
+
+
+def latency(interaction: Mapping[str, Any]) -> float | None:
+    """The recorded latency of a stored interaction, or None (none kept, or not a number)."""
+    value = interaction.get(LATENCY)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < float("inf") else None
 
 
 def _stored(data: bytes | str | None) -> str | dict[str, Any] | None:

@@ -59,12 +59,17 @@ class Seen:
         uri: the request's URL.
         replayed: played from the cassette (else recorded now).
         seam: a call of the model seam's (else the application's own).
+        request: the request's body as sent (redacted when it was recorded), or None.
+        latency_s: the exchange's latency: as recorded when replayed, as measured when
+            recorded now; None when unknown (a cassette recorded before latencies were kept).
     """
 
     found: Recognised
     uri: str
     replayed: bool
     seam: bool = False
+    request: bytes | None = None
+    latency_s: float | None = None
 
 
 def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
@@ -125,7 +130,8 @@ class CassetteSlot:
         path: the cassette file.
         mode: ``none`` (replay), ``new`` or ``all``.
         nodeid: the test, for messages.
-        run_id: identifies this recording run across xdist workers.
+        run_id: identifies this recording run across xdist workers (``files.RunLog``: the
+            files it wrote are noted outside them, so a file does not change with the run).
         ignore: body fields left out of matching.
         redaction: what is redacted before anything is saved.
         guard: the network guard to install when the cassette opens (replay only).
@@ -223,8 +229,9 @@ class CassetteSlot:
         with self._lock:
             if self._stack is not None or self._closed:
                 return  # open already, or the test is over (a late call from a thread)
-            from pytest_harness._cassettes import store
+            from pytest_harness._cassettes import files, store
 
+            files.note_used(self.path)  # --harness-prune: this cassette is in use
             cassette = store.load(
                 self.path,
                 mode=self.mode,
@@ -270,9 +277,14 @@ class CassetteSlot:
         if found is None:
             return
         call = seam_call(request.headers)
-        problem = self.on_response(Seen(found, request.uri, replayed, seam=call is not None))
-        if call is not None:
-            self._judged[call] = scope.Judged(problem)  # a retried call: its last reply
+        body = request.body if isinstance(request.body, bytes) else None
+        latency = response.get("latency_s")  # files.LATENCY: as recorded, or measured now
+        seen = Seen(
+            found, request.uri, replayed, seam=call is not None, request=body, latency_s=latency
+        )
+        problem = self.on_response(seen)
+        if call is not None:  # a retried call: its last reply
+            self._judged[call] = scope.Judged(problem, latency_s=seen.latency_s)
 
     def hint(self) -> str:
         """How to record the test again with the recording's settings (for messages)."""
@@ -316,7 +328,8 @@ class CassetteSlot:
 
     def previous(self) -> dict[str, Any] | None:
         """After a recording: the file's header (``version``, ``metadata``) from before this
-        test wrote to it (empty when there was no file); None in replay or before ``close``.
+        test wrote to it (empty when there was no file), and under ``files.THIS_RUN`` the
+        per-test entries this run had written into it; None in replay or before ``close``.
         """
         if not self._recorded:
             return None
@@ -324,4 +337,7 @@ class CassetteSlot:
             from pytest_harness._cassettes import files
 
             self._previous = files.header(self.path)
+            written = files.RunLog(self.run_id).written(self.path)
+            if self._previous and written is not None:
+                self._previous[files.THIS_RUN] = list(written.tests)
         return self._previous

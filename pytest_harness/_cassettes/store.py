@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,10 @@ class Persister:
         data = files.read_recordings(path)
         interactions = data["interactions"]
         requests = [_request(interaction["request"]) for interaction in interactions]
-        responses = [_response(interaction["response"]) for interaction in interactions]
+        responses = [
+            {**_response(interaction["response"]), files.LATENCY: files.latency(interaction)}
+            for interaction in interactions
+        ]
         return requests, responses, dict(data.get("metadata") or {})
 
     @staticmethod
@@ -176,6 +180,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._gate = gate
         self.misses: list[CassetteMiss | CassetteError] = []
         self._sound: set[int] = set()  # responses whose body was checked (by id)
+        self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
         passes = self._passes = matching.host_filter(ignore_hosts)
         super().__init__(
@@ -195,13 +200,23 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         body = _bytes(request).body
         return _request_key(request.method, request.uri, body, self._ignore, self._blank)
 
+    def stored_key(self, request: Mapping[str, Any]) -> matching.RequestKey:
+        """The match key of a request as a cassette file stores it (``files.interaction``)."""
+        body = files.body_bytes(request.get("body"))
+        method, uri = str(request.get("method", "")), str(request.get("uri", ""))
+        return _request_key(method, uri, body, self._ignore, self._blank)
+
     def append(self, request: Any, response: Any) -> None:
+        started = self._sent.pop(id(request), None)
         seam = matching.seam_call(request.headers) is not None
         if seam and response["status"]["code"] in TRANSIENT:
             return  # the seam retries it; the answer it gets in the end is recorded
         before = len(self.data)
         super().append(request, response)
         if len(self.data) > before:
+            # From the request let through (the gate) to the whole response read.
+            latency = None if started is None else time.perf_counter() - started
+            self.data[before][1][files.LATENCY] = latency
             self._remember(before)
             if self._watcher is not None:
                 request, response = self.data[before]
@@ -259,6 +274,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             raise miss
         if self._gate is not None:
             self._gate(request)
+        self._sent[id(request)] = time.perf_counter()  # sent live now: its latency starts
         return False
 
     def miss_message(self, request: Any) -> str:
@@ -424,11 +440,19 @@ def save_recordings(
         before the write (empty when there was no file).
     """
     new = [
-        files.interaction(matching.untagged(request._to_dict()), response)
+        files.interaction(
+            matching.untagged(request._to_dict()), response, response.get(files.LATENCY)
+        )
         for request, response in cassette.recorded_now
     ]
     if not new:
         return None
     return files.merge_and_write(
-        cassette.file, new, mode=mode, run_id=run_id, secrets=secrets, metadata=metadata
+        cassette.file,
+        new,
+        mode=mode,
+        run_id=run_id,
+        secrets=secrets,
+        metadata=metadata,
+        key=cassette.stored_key,
     )

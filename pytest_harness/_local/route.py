@@ -86,14 +86,14 @@ def make_route(base_url: str) -> Route:
         routed["max_retries"] = routed["num_retries"] = 0
         routed = offer(routed)  # tools as a prompt and a grammar: no native calls
         if "response_format" in routed:
-            routed["response_format"] = _response_format(routed["response_format"])
-        routed["messages"] = _fold_system(routed.get("messages") or [])
+            routed["response_format"] = json_object_format(routed["response_format"])
+        routed["messages"] = fold_system(routed.get("messages") or [])
         return routed
 
     return route
 
 
-def _response_format(value: Any) -> Any:
+def json_object_format(value: Any) -> Any:
     """OpenAI's ``json_schema`` form in the one llama-cpp-python's server accepts."""
     if not isinstance(value, Mapping) or value.get("type") != "json_schema":
         return value
@@ -101,7 +101,7 @@ def _response_format(value: Any) -> Any:
     return {"type": "json_object"} if schema is None else {"type": "json_object", "schema": schema}
 
 
-def _fold_system(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def fold_system(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """System text moved to the head of the first user turn (the gemma format drops it)."""
     system = [_text(m.get("content")) for m in messages if m.get("role") in _SYSTEM_ROLES]
     rest = [dict(m) for m in messages if m.get("role") not in _SYSTEM_ROLES]
@@ -222,8 +222,9 @@ def endpoint(*, live: bool) -> str:
 
 
 def environment(*, live: bool) -> dict[str, str]:
-    """The variables that point an OpenAI client (the SDK, litellm) at the embedded model."""
-    base = endpoint(live=live)
+    """The variables that point an OpenAI client (the SDK, litellm) at the embedded model:
+    at its faithful endpoint for application code (``endpoint`` module) when ``live``."""
+    base = _local_server().app_url if live else REPLAY_BASE
     return {"OPENAI_BASE_URL": base, "OPENAI_API_BASE": base, "OPENAI_API_KEY": _API_KEY}
 
 
@@ -259,47 +260,72 @@ def received(kwargs: Mapping[str, Any], response: ModelResponse) -> ModelRespons
 
 def receive(response: ModelResponse) -> ModelResponse:
     """The reply read back: a tool call, or the answer as the text."""
-    try:
-        data = json.loads(response.content or "")
-    except ValueError:
-        return _cut_off(response)
-    if not isinstance(data, dict):
+    found = read_back(response.content or "")
+    if found is None:
         return response
+    if found.tool is None:
+        return replace(response, content=found.answer)
+    call = ToolCall(
+        id="call_local_0", name=found.tool, arguments=found.parsed, raw_arguments=found.arguments
+    )
+    # A cut-off call keeps its finish reason ("length"): the loop tells the model so.
+    finish = "tool_calls" if found.parsed is not None else response.finish_reason
+    return replace(response, content=None, tool_calls=(call,), finish_reason=finish)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadBack:
+    """What a reply to tools offered as a prompt and a grammar says.
+
+    Attributes:
+        tool: the tool it calls, or None when it answers.
+        arguments: the call's arguments as JSON text (cut off when the reply was).
+        parsed: the arguments as an object, or None when they do not parse.
+        answer: the answer's text (so far, when cut off), when it answers.
+    """
+
+    tool: str | None = None
+    arguments: str = ""
+    parsed: dict[str, Any] | None = None
+    answer: str | None = None
+
+
+def read_back(text: str) -> ReadBack | None:
+    """A reply to tools offered by ``offer``, read back; None when it is neither form.
+
+    A reply the token limit cut short is read as OpenAI would send it: a tool call whose
+    arguments do not parse, or the answer's text so far. Anything else is left for the
+    response check to judge.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _cut_off(text)
+    if not isinstance(data, dict):
+        return None
     if isinstance(data.get("tool"), str):
         arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
-        called = _called(response, data["tool"], arguments, json.dumps(arguments))
-        return replace(called, finish_reason="tool_calls")
+        return ReadBack(tool=data["tool"], arguments=json.dumps(arguments), parsed=arguments)
     if isinstance(data.get("answer"), str):
-        return replace(response, content=data["answer"])
-    return response
+        return ReadBack(answer=data["answer"])
+    return None
 
 
 _TOOL_START = re.compile(r'\s*\{\s*"tool"\s*:\s*"(?P<name>[^"\\]+)"\s*,\s*"arguments"\s*:\s*')
 _ANSWER_START = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 
 
-def _cut_off(response: ModelResponse) -> ModelResponse:
-    """A reply the token limit cut short, read as OpenAI would send it: a tool call whose
-    arguments do not parse (the loop tells the model so), or the answer's text so far.
-    Anything else is left as it is for the response check to judge."""
-    text = response.content or ""
+def _cut_off(text: str) -> ReadBack | None:
     if (tool := _TOOL_START.match(text)) is not None:
-        return _called(response, tool["name"], None, text[tool.end() :])
+        return ReadBack(tool=tool["name"], arguments=text[tool.end() :])
     if (answer := _ANSWER_START.match(text)) is not None:
         partial = text[answer.end() :]
         try:
             content = json.loads(f'"{partial.rstrip(chr(92))}"')
         except ValueError:
             content = partial
-        return replace(response, content=content)
-    return response
-
-
-def _called(
-    response: ModelResponse, name: str, arguments: dict[str, Any] | None, raw: str
-) -> ModelResponse:
-    call = ToolCall(id="call_local_0", name=name, arguments=arguments, raw_arguments=raw)
-    return replace(response, content=None, tool_calls=(call,))  # a cut-off call keeps "length"
+        return ReadBack(answer=content)
+    return None
 
 
 def _choice(tools: list[Mapping[str, Any]], choice: Any) -> tuple[list[Mapping[str, Any]], bool]:

@@ -7,6 +7,11 @@ stream's token counts are litellm's estimate. It is a base model of 270M paramet
 (1-2.5 s for 50 tokens on 2 CPU cores) and not clever (it often starts by repeating the
 prompt). It serves one request at a time; concurrent calls queue. No tool calling.
 
+Beside it runs the endpoint the application's calls go to (``endpoint``, its own small
+process on another loopback port, ``app_url``): OpenAI Chat Completions made faithful
+(system messages, ``json_schema``, tool calls, refusals as 400s). The harness's own calls go
+to the server directly (``base_url``), mended by ``route.make_route``.
+
 When the server dies (at start, or mid-run: a llama.cpp built for instructions this CPU
 refuses dies on its first token), ``failure()`` says how (the signal or exit code), with the
 last lines of its log and what to do, as a ``LocalModelError``: the route raises it instead
@@ -33,6 +38,7 @@ from pytest_harness.errors import LocalModelError
 
 _HOST = "127.0.0.1"
 _LOG_TAIL = 30
+_ENDPOINT = (sys.executable, "-m", "pytest_harness._local.endpoint")
 # Signals of a build whose instructions this CPU does not run (or runs wrongly).
 _BAD_BUILD = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS})
 
@@ -56,7 +62,8 @@ class LocalServer:
         self._model = model
         self._threads = threads or _threads()
         self._process: subprocess.Popen[bytes] | None = None
-        self._port = 0
+        self._endpoint: subprocess.Popen[bytes] | None = None
+        self._port = self._app_port = 0
         self._log_dir: Path | None = None
         self._death: str | None = None  # how it died, kept once read (its log goes at stop)
 
@@ -71,6 +78,13 @@ class LocalServer:
         if self._process is None:
             raise LocalModelError("the local model server is not running: call start() first")
         return f"http://{_HOST}:{self._port}/v1"
+
+    @property
+    def app_url(self) -> str:
+        """The faithful OpenAI-compatible API root for application code (``endpoint``)."""
+        if self._endpoint is None:
+            raise LocalModelError("the local model server is not running: call start() first")
+        return f"http://{_HOST}:{self._app_port}/v1"
 
     def start(self, timeout: float = 180.0) -> LocalServer:
         """Start the server and wait until it answers ``GET /v1/models``.
@@ -93,6 +107,7 @@ class LocalServer:
         atexit.register(self.stop)  # a crashed or interrupted session leaves no server behind
         try:
             self._wait_ready(self._process, timeout)
+            self._start_endpoint(timeout)
         except BaseException:
             self.stop()
             raise
@@ -118,14 +133,11 @@ class LocalServer:
         """Stop the server (terminate, then kill after 10 s); a no-op when not running."""
         self.failure()  # a death is described from its log before the log is removed
         process, self._process = self._process, None
+        endpoint, self._endpoint = self._endpoint, None
         atexit.unregister(self.stop)
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        for each in (endpoint, process):
+            if each is not None and each.poll() is None:
+                _end(each)
         if self._log_dir is not None:
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None
@@ -152,6 +164,33 @@ class LocalServer:
             *("--seed", "42", "--use_mlock", "False", "--verbose", "False"),
         ]
 
+    def _start_endpoint(self, timeout: float) -> None:
+        self._app_port = _free_port()
+        with (self._log_dir or Path()).joinpath("endpoint.log").open("wb") as log:
+            self._endpoint = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_harness._local.endpoint",
+                    self.base_url.removesuffix("/v1"),
+                    str(self._app_port),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + timeout
+        url = f"{self.app_url}/models"
+        while not _answers(url):
+            if self._endpoint.poll() is not None or time.monotonic() > deadline:
+                log_text = self._log_dir.joinpath("endpoint.log") if self._log_dir else None
+                tail = log_text.read_text(errors="replace")[-2000:] if log_text else ""
+                raise LocalModelError(
+                    f"the embedded model's endpoint (python -m pytest_harness._local.endpoint) "
+                    f"did not answer GET {url}: {tail or 'no log'}"
+                )
+            time.sleep(0.05)
+
     def _wait_ready(self, process: subprocess.Popen[bytes], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         url = f"{self.base_url}/models"
@@ -172,6 +211,16 @@ class LocalServer:
         except OSError as error:
             return f"(its log could not be read: {error})"
         return "Last lines of its log:\n" + "\n".join(lines.splitlines()[-_LOG_TAIL:])
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Terminate ``process``; kill it after 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _death(pid: int, code: int, log_tail: str) -> str:

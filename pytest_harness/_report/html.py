@@ -1,7 +1,9 @@
 """The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
 
-Its sections: tribunal runs, agreement, sampled tests, drift, usage, agent runs, simulated
-conversations, calibrations, each built from ``markup``'s escaped blocks.
+Its sections: tribunal runs (beside each, its test's outcome), agreement, sampled tests,
+calibrations, drift, agent runs (question, steps, answer), the application's model calls
+(messages sent, response), simulated conversations, usage, each built from ``markup``'s
+escaped blocks.
 """
 
 from __future__ import annotations
@@ -25,35 +27,58 @@ from pytest_harness._report.markup import (
     outcome,
     section,
     table,
+    test_outcome,
     text,
+    verdict,
     vote,
 )
-from pytest_harness._report.text import figure, money, percent, seconds
+from pytest_harness._report.text import (
+    OUTCOME,
+    REASON_WIDTH,
+    clip,
+    figure,
+    money,
+    percent,
+    seconds,
+    timing,
+)
 
 Rows = Sequence[Mapping[str, Any]]
 
 
 def tribunals(records: Rows) -> Html:
     """Every tribunal run, each with its judges' votes, reasons and costs, and its errors."""
-    headers = ["test", "tribunal", "verdict", "votes", "tokens", "cost", "time"]
+    headers = ["test", "outcome", "tribunal", "verdict", "votes", "tokens", "cost", "time"]
     body = []
     for r in records:
         name = r.get("tribunal")
         if r.get("sample") is not None:
             name = f"{name} (sample {r['sample']})"
+        test = r.get(OUTCOME)
         row = cells(
             r.get("test"),
+            test_outcome(test),
             name,
-            outcome(r.get("outcome")),
+            verdict(r.get("outcome"), test),
             f"{r.get('votes_passed', 0)}/{r.get('votes_cast', 0)}",
             r.get("tokens", 0),
             money(r.get("cost")),
             seconds(r.get("time")),
         )
-        hooks = {"test": r.get("test"), "tribunal": r.get("tribunal"), "outcome": r.get("outcome")}
+        hooks = {
+            "test": r.get("test"),
+            "tribunal": r.get("tribunal"),
+            "outcome": _shown_outcome(r.get("outcome"), test),
+            "test_outcome": test,
+        }
         detail = _run_detail(r)
         body.append(entry("tribunal-run", row, hooks, detail=detail, width=len(headers)))
     return section("tribunals", "Tribunal runs", table(headers, body, class_="runs"))
+
+
+def _shown_outcome(value: str | None, test: str | None) -> str | None:
+    """What the failures-only toggle reads: a failure the test expected is ``xfailed``."""
+    return "xfailed" if test == "xfailed" and value in ("fail", "error") else value
 
 
 def _run_detail(record: Mapping[str, Any]) -> Html:
@@ -127,12 +152,11 @@ def samples(records: Rows) -> Html:
     body = []
     for r in records:
         ran = r.get("ran", r.get("samples", 0))
-        low, high = [*(r.get("interval") or []), None, None][:2]
         row = cells(
             r.get("test"),
             f"{r.get('passes', 0)}/{ran}",
             percent(r.get("pass_rate")),
-            f"{percent(low)} - {percent(high)}",
+            _interval(r),
             percent(r.get("required")),
             outcome(r.get("outcome")),
         )
@@ -147,10 +171,35 @@ def samples(records: Rows) -> Html:
             )
             for f in r.get("failures") or []
         ]
+        stop = r.get("stopped") or {}
+        if stop:
+            failures.append(
+                element(
+                    "li",
+                    element("b", f"sample {stop.get('sample')} stopped the sampling"),
+                    ": ",
+                    folded(stop.get("reason")),
+                    class_="stopped-sample",
+                    data_sample=stop.get("sample"),
+                )
+            )
         detail = element("ul", *failures, class_="failures") if failures else None
         hooks = {"test": r.get("test"), "outcome": r.get("outcome")}
         body.append(entry("sampled-test", row, hooks, detail=detail, width=len(headers)))
     return section("samples", "Sampled tests", table(headers, body))
+
+
+def _interval(record: Mapping[str, Any]) -> Html | str:
+    """The 95% interval; when no sample ran, why (a sample stopped the sampling)."""
+    interval = record.get("interval")
+    if interval:
+        low, high = [*interval, None, None][:2]
+        return f"{percent(low)} - {percent(high)}"
+    stop = record.get("stopped") or {}
+    if stop:
+        said = f"none: sample {stop.get('sample')} stopped it: {stop.get('reason')}"
+        return element("span", clip(said, REASON_WIDTH), class_="stopped")
+    return "n/a - n/a"
 
 
 def drift(rows: Rows) -> Html:
@@ -217,14 +266,16 @@ def _vote_word(passed: bool | None) -> str:
 
 
 def runs(records: Rows) -> Html:
-    """Orchestrator runs: tools, requests, why they stopped, events, spend; then their steps."""
-    headers = ["test", "tools", "tool errors", "requests", "stop", "events", "tokens", "cost"]
-    headers.append("time")
+    """Orchestrator runs: tools, requests, why they stopped, events, spend, time; then,
+    folded, the question, each step (model message, tool call and result) and the answer."""
+    headers = ["test", "outcome", "tools", "tool errors", "requests", "stop", "events"]
+    headers += ["tokens", "cost", "time"]
     body = []
     for r in records:
         events = r.get("events") or {}
         row = cells(
             r.get("test"),
+            test_outcome(r.get(OUTCOME)),
             ", ".join(r.get("tools") or []) or "-",
             r.get("tool_errors", 0),
             r.get("requests", 0),
@@ -232,20 +283,49 @@ def runs(records: Rows) -> Html:
             ", ".join(f"{kind} x{n}" for kind, n in events.items()) or "-",
             r.get("tokens", 0),
             money(r.get("cost")),
-            seconds(r.get("time")),
+            timing(r.get("time"), r.get("recorded_time")),
         )
-        detail = _steps(r.get("steps") or [])
         hooks = {"test": r.get("test"), "outcome": "info", "stop": r.get("stop_reason")}
-        body.append(entry("agent-run", row, hooks, detail=detail, width=len(headers)))
+        hooks["test_outcome"] = r.get(OUTCOME)
+        body.append(entry("agent-run", row, hooks, detail=_transcript(r), width=len(headers)))
     return section("runs", "Agent runs", table(headers, body))
 
 
+def _transcript(record: Mapping[str, Any]) -> Html | None:
+    """A run as it went, in a ``<details>`` closed at first: question, steps, answer."""
+    question, answer = record.get("question"), record.get("answer")
+    steps = _steps(record.get("steps") or [])
+    if not (question or answer or steps):
+        return None
+    said = f"question: {question}" if question else "steps"
+    parts = [element("summary", clip(said, 100))]
+    if question:
+        parts.append(_said("question", question))
+    if steps:
+        parts.append(steps)
+    if answer:
+        parts.append(_said("answer", answer))
+    return element("details", *parts, class_="run-transcript")
+
+
+def _said(kind: str, value: Any) -> Html:
+    """A labelled text in full (a question, an answer, a message)."""
+    return element(
+        "div", element("b", f"{kind}: "), element("div", value, class_="full"), class_=kind
+    )
+
+
 def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
-    """A run's tool calls in order: the request that made each, its arguments, what came back."""
+    """A run's steps in order: the model's messages, and each tool call it asked for, with
+    its arguments and what came back."""
     if not steps:
         return None
     rows = []
     for step in steps:
+        if step.get("kind") == "message":
+            said = cells(step.get("request"), "model", folded(step.get("text")), "")
+            rows.append(element("tr", said, class_="step message", data_outcome="info"))
+            continue
         failed = step.get("error") is not None
         result = step.get("error") if failed else step.get("result")
         rows.append(
@@ -262,8 +342,85 @@ def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
                 data_outcome="error" if failed else "pass",
             )
         )
-    headers = ["request", "tool", "arguments", "result"]
+    headers = ["request", "tool", "arguments or message", "result"]
     return table(headers, [element("tbody", *rows)], class_="steps")
+
+
+def app_calls(records: Rows) -> Html:
+    """Per test, the application's own model calls: where each went, its model, tokens and
+    latency; folded, the messages it sent and what came back."""
+    headers = ["test", "outcome", "calls", "models", "tokens", "latency"]
+    body = []
+    for r in records:
+        calls = r.get("calls") or []
+        total = r.get("total", len(calls))
+        row = cells(
+            r.get("test"),
+            test_outcome(r.get(OUTCOME)),
+            total if total == len(calls) else f"{total} (first {len(calls)} shown)",
+            ", ".join(sorted({str(c.get("model") or "?") for c in calls})),
+            sum(c.get("tokens", 0) for c in calls),
+            _latency(calls),
+        )
+        shown = [_app_call(call) for call in calls]
+        hooks = {"test": r.get("test"), "outcome": "info", "test_outcome": r.get(OUTCOME)}
+        detail = join(shown) if shown else None
+        body.append(entry("app-calls", row, hooks, detail=detail, width=len(headers)))
+    return section("app_calls", "Application model calls", table(headers, body))
+
+
+def _latency(calls: Sequence[Mapping[str, Any]]) -> str:
+    """The calls' latencies added up, ``recorded`` when they are the recording's (replay)."""
+    known = [c["latency_s"] for c in calls if c.get("latency_s") is not None]
+    if not known:
+        return ""
+    recorded = any(c.get("latency_recorded") for c in calls)
+    return ("recorded " if recorded else "") + seconds(sum(known))
+
+
+def _app_call(call: Mapping[str, Any]) -> Html:
+    """One call, folded: its heading, then the request's messages and the response."""
+    latency = _latency([call])
+    head = [
+        call.get("endpoint"),
+        call.get("model") or None,
+        f"{call.get('tokens', 0)} tokens",
+        latency or None,
+        "replayed" if call.get("replayed") else None,
+    ]
+    said = " · ".join(str(part) for part in head if part)
+    summary = element("summary", f"{call.get('call')}. {said}")
+    sent = [
+        element(
+            "li",
+            element("b", m.get("role")),
+            ": ",
+            folded(m.get("content")),
+            class_="message",
+            data_role=m.get("role"),
+        )
+        for m in call.get("request") or []
+    ]
+    parts = [summary, element("ol", *sent, class_="messages")]
+    if call.get("reasoning"):
+        parts.append(_said("reasoning", call.get("reasoning")))
+    if call.get("response"):
+        parts.append(_said("response", call.get("response")))
+    asked = [
+        element("li", f"{c.get('name')}({c.get('arguments') or ''})", class_="tool-call")
+        for c in call.get("tool_calls") or []
+    ]
+    if asked:
+        parts.append(element("ul", *asked, class_="tool-calls"))
+    if call.get("problem"):
+        parts.append(element("p", f"problem: {call.get('problem')}", class_="error"))
+    return element(
+        "details",
+        *parts,
+        class_="app-call",
+        data_call=call.get("call"),
+        data_latency_recorded=bool(call.get("latency_recorded")),
+    )
 
 
 def transcripts(records: Rows) -> Html:
@@ -418,6 +575,7 @@ _SECTIONS: tuple[tuple[str, Callable[[Rows], Html]], ...] = (
     ("calibrations", calibrations),
     ("drift", drift),
     ("runs", runs),
+    ("app_calls", app_calls),
     ("transcripts", transcripts),
     ("usage", usage),
 )
@@ -449,6 +607,12 @@ details[open] > summary { color: #666; }
 .outcome.fail { background: #fbe0e0; color: #8a1010; }
 .outcome.error { background: #fdf0d2; color: #7a4b00; }
 .outcome.other { background: #eee; color: #444; }
+.outcome.xfailed { background: #f1f1f4; color: #6b6b75; font-weight: 400;
+  font-style: italic; }
+.stopped { color: #7a4b00; }
+details.app-call, details.run-transcript { margin: .2rem 0; }
+ol.messages { margin: .3rem 0; padding-left: 1.4rem; }
+.question, .answer, .response, .reasoning { margin: .3rem 0; }
 tr.probe.flagged td { background: #fbe0e0; }
 .error { color: #8a1010; }
 ul.errors, ul.failures, ol.turns { margin: .3rem 0; padding-left: 1.2rem; }
@@ -569,12 +733,16 @@ def _summary(data: Mapping[str, Any]) -> Html:
     usage = data.get("usage") or []
     flagged = sorted({str(n) for c in calibrations for n in c.get("flagged") or []})
     costs = [u["cost"] for u in usage if u.get("cost") is not None]
+    tests = data.get("tests") or []
+    app = data.get("app_calls") or []
     counts = [
+        ("tests", len(tests), "tests with records", _split(tests, "outcome")),
         ("tribunals", len(tribunals), "tribunal runs", _split(tribunals, "outcome")),
         ("samples", len(samples), "sampled tests", _split(samples, "outcome")),
         ("calibrations", len(calibrations), "calibrations", _named("flagged", flagged)),
         ("drift", len(data.get("drift") or []), "verdicts flipped", ""),
         ("runs", len(data.get("runs") or []), "agent runs", ""),
+        ("app_calls", sum(r.get("total", 0) for r in app), "application calls", ""),
         ("transcripts", len(data.get("transcripts") or []), "conversations", ""),
         ("usage", sum(u.get("calls", 0) for u in usage), "model calls", _spend(usage, costs)),
     ]

@@ -94,6 +94,26 @@ def outcome(value: str | None, label: str | None = None) -> Html:
     return element("span", text(label or value or "none"), class_=f"outcome {kind}")
 
 
+# A test's outcome as pytest reports it, and the verdict colour it takes.
+_TEST_KINDS = {"passed": "pass", "failed": "fail", "error": "error", "xfailed": "xfailed"}
+
+
+def test_outcome(value: str | None) -> Html:
+    """A test's outcome (passed, failed, error, xfailed, xpassed, skipped), coloured as a
+    verdict is; an expected failure muted, never as a failure."""
+    if not value:
+        return Html("")
+    kind = _TEST_KINDS.get(value, "other")
+    return element("span", value, class_=f"outcome test-outcome {kind}")
+
+
+def verdict(value: str | None, test: str | None) -> Html:
+    """A tribunal's verdict; in an xfailed test a failing one is muted and says ``xfailed``."""
+    if test == "xfailed" and value in ("fail", "error"):
+        return element("span", f"{value} (xfailed)", class_="outcome xfailed")
+    return outcome(value)
+
+
 def vote(passed: bool | None, value: Any = None) -> Html:
     """A judge's vote: pass or fail, with its value when that is not a plain boolean."""
     if passed is None:

@@ -22,26 +22,33 @@ from pytest_harness import _watch as spend
 from pytest_harness._report import tribunals as report
 from pytest_harness._report.text import (
     CALIBRATION_PROPERTY,
+    OUTCOME,
     REASON_WIDTH,
+    STEP_WIDTH,
     clip,
+    cut,
     figure,
     money,
     percent,
     seconds,
     tabulate,
+    timing,
 )
 from pytest_harness._report.tribunals import records_in
 
 RUN_PROPERTY = "harness_run"
 TRANSCRIPT_PROPERTY = "harness_transcript"
-STEP_WIDTH = 2000  # a tool call's arguments and result in a report, at most
 
 
 def run_property(run: Any, test: str | None) -> tuple[str, str]:
-    """One orchestrator run as a JUnit property: tools called, requests, stop, tokens, cost,
-    and its steps (each tool call: request, tool, arguments, result or error)."""
+    """One orchestrator run as a JUnit property: the question, tools called, requests, stop,
+    tokens, cost, time (and the recorded one, in replay), its steps in order (each model
+    message, each tool call with its arguments and its result or error) and the answer."""
+    recorded = run.recorded_time
     data = {
         "test": test,
+        "question": cut(run.question),
+        "answer": cut(run.output),
         "tools": run.tools_called,
         "tool_errors": sum(not call.ok for call in run.tool_calls),
         "requests": run.requests,
@@ -49,25 +56,46 @@ def run_property(run: Any, test: str | None) -> tuple[str, str]:
         "tokens": run.usage.total_tokens,
         "cost": run.cost,
         "time": round(run.wall_time, 3),
+        "recorded_time": None if recorded is None else round(recorded, 3),
         "events": dict(Counter(event.kind for event in run.events)),
-        "steps": [
-            {
-                "request": call.request,
-                "tool": call.name,
-                "arguments": clip(call.raw_arguments, STEP_WIDTH),
-                "result": None if call.result is None else clip(call.result, STEP_WIDTH),
-                "error": call.error,
-            }
-            for call in run.tool_calls
-        ],
+        "steps": steps(run),
     }
     return RUN_PROPERTY, json.dumps(data, sort_keys=True)
+
+
+def steps(run: Any) -> list[dict[str, Any]]:
+    """A run's steps in order: each response's text (``message``; the last one's is the
+    answer), then the tool calls it asked for (``tool``), as they were run."""
+    calls = list(run.tool_calls)
+    if not run.responses:  # a run made before Run kept its responses
+        return [_tool_step(call) for call in calls]
+    found: list[dict[str, Any]] = []
+    last = len(run.responses) - 1
+    for number, response in enumerate(run.responses):
+        asked, calls = calls[: len(response.tool_calls)], calls[len(response.tool_calls) :]
+        request = asked[0].request if asked else number + 1
+        if response.text and not (number == last and response.text == run.output):
+            found.append({"kind": "message", "request": request, "text": cut(response.text)})
+        found += [_tool_step(call) for call in asked]
+    return found + [_tool_step(call) for call in calls]
+
+
+def _tool_step(call: Any) -> dict[str, Any]:
+    return {
+        "kind": "tool",
+        "request": call.request,
+        "tool": call.name,
+        "arguments": clip(call.raw_arguments, STEP_WIDTH),
+        "result": None if call.result is None else clip(call.result, STEP_WIDTH),
+        "error": call.error,
+    }
 
 
 def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
     rows = [
         [
             r["test"],
+            r.get(OUTCOME, ""),
             clip(", ".join(r["tools"]) or "-", REASON_WIDTH),
             r["tool_errors"],
             r["requests"],
@@ -75,12 +103,12 @@ def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
             ", ".join(f"{kind} x{n}" for kind, n in (r.get("events") or {}).items()) or "-",
             r["tokens"],
             money(r["cost"]),
-            seconds(r["time"]),
+            timing(r["time"], r.get("recorded_time")),
         ]
         for r in records
     ]
-    headers = ["test", "tools", "errors", "requests", "stop", "events", "tokens", "cost", "time"]
-    return tabulate(rows, headers=headers)
+    headers = ["test", "outcome", "tools", "errors", "requests", "stop", "events", "tokens"]
+    return tabulate(rows, headers=[*headers, "cost", "time"])
 
 
 def transcript_property(transcript: Any, test: str | None) -> tuple[str, str]:
@@ -134,6 +162,27 @@ def usage_table(records: Rows) -> str:
     return tabulate(rows, headers=["test", "calls", "tokens", "cost"])
 
 
+def app_calls_table(records: Rows) -> str:
+    """Per test: the application's model calls, their models, tokens and latency."""
+    rows = []
+    for r in records:
+        calls = r["calls"]
+        latencies = [c["latency_s"] for c in calls if c.get("latency_s") is not None]
+        recorded = any(c.get("latency_recorded") for c in calls)
+        rows.append(
+            [
+                r["test"],
+                r.get(OUTCOME, ""),
+                r["total"],
+                clip(", ".join(sorted({c["model"] or "?" for c in calls})), REASON_WIDTH),
+                sum(c["tokens"] for c in calls),
+                ("recorded " if recorded else "") + seconds(sum(latencies)) if latencies else "",
+            ]
+        )
+    headers = ["test", "outcome", "calls", "models", "tokens", "latency"]
+    return tabulate(rows, headers=headers)
+
+
 def tribunals_table(records: Rows) -> str:
     """The tribunal runs, then the judges' agreement per tribunal."""
     text = report.session_table(records)
@@ -166,6 +215,7 @@ def calibrations_table(records: Rows) -> str:
 SECTIONS = (
     Section("usage", spend.USAGE_PROPERTY, "model calls", usage_table),
     Section("runs", RUN_PROPERTY, "agent runs", runs_table),
+    Section("app_calls", spend.CALLS_PROPERTY, "application model calls", app_calls_table),
     Section(
         "transcripts",
         TRANSCRIPT_PROPERTY,
@@ -194,11 +244,19 @@ class SessionReport:
         self.path = path
         self.tables = tables
         self.data: dict[str, list[dict[str, Any]]] = {s.key: [] for s in SECTIONS}
+        self.tests: list[dict[str, Any]] = []  # each test with records: its outcome
+        self._outcomes: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        self._outcomes[report.nodeid] = outcome(report, self._outcomes.get(report.nodeid))
         if report.when == "teardown" and report.user_properties:
+            found = self._outcomes.pop(report.nodeid)
             for section in SECTIONS:
-                self.data[section.key] += records_in(report.user_properties, section.property)
+                records = records_in(report.user_properties, section.property)
+                self.data[section.key] += [{**r, OUTCOME: found} for r in records]
+            self.tests.append({"test": report.nodeid, "outcome": found})
+        elif report.when == "teardown":
+            self._outcomes.pop(report.nodeid, None)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for section in SECTIONS:
@@ -211,12 +269,29 @@ class SessionReport:
 
     def pytest_sessionfinish(self) -> None:
         if self.path is not None:
-            write(self.path, self.data)
+            write(self.path, {**self.data, "tests": self.tests})
+
+
+def outcome(report: Any, before: str | None) -> str:
+    """A test's outcome once pytest reported one of its phases: ``passed``, ``failed``,
+    ``skipped``, ``xfailed``, ``xpassed`` or ``error`` (set-up or teardown failed);
+    ``before``: its outcome after the phases reported so far."""
+    if hasattr(report, "wasxfail"):  # an expected failure: failed as expected, or passed
+        return "xfailed" if report.skipped else "xpassed"
+    if report.when == "call":
+        return str(report.outcome)
+    if report.failed and before not in ("failed", "error"):
+        return "error"
+    if report.skipped:
+        return "skipped"
+    return before or "passed"
 
 
 def write(path: Path, data: Mapping[str, Rows]) -> None:
-    """Write the session's records to ``path``: HTML for ``.html``, else JSON."""
+    """Write the session's records to ``path``: HTML for ``.html``, else JSON (``tests``:
+    each test with records and its outcome)."""
     full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
+    full["tests"] = list(data.get("tests", ()))
     full["agreement"] = report.agreement(full["tribunals"])
     if path.suffix.lower() in (".html", ".htm"):
         from pytest_harness._report.html import write_html

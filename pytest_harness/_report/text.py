@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 REASON_WIDTH = 60
+STEP_WIDTH = 2000  # a message, a tool call's arguments or result in a report, at most
 
 
 def tabulate(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
@@ -24,9 +25,23 @@ def seconds(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}s"
 
 
+def timing(value: float | None, recorded: float | None) -> str:
+    """A run's time: ``recorded 2.31s (replay 0.01s)`` when the recording's is known."""
+    if recorded is None:
+        return seconds(value)
+    return f"recorded {seconds(recorded)}" + (f" (replay {seconds(value)})" if value else "")
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut(text: str | None, limit: int = STEP_WIDTH) -> str | None:
+    """``text`` as it is (its lines kept) up to ``limit`` characters, then ``…``."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
 
 
 def percent(value: float | None) -> str:
@@ -50,3 +65,4 @@ def judge_labels(names: Iterable[str]) -> list[str]:
 
 
 CALIBRATION_PROPERTY = "harness_calibration"  # a calibration record's JUnit property
+OUTCOME = "test_outcome"  # each record's test's outcome, which the session report adds

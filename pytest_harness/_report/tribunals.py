@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness._report.text import money, seconds, tabulate
+from pytest_harness._report.text import OUTCOME, money, seconds, tabulate
 from pytest_harness._stats import fleiss_kappa, percent_agreement
 from pytest_harness.errors import describe
 
@@ -83,6 +83,7 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
     rows = [
         [
             r["test"],
+            r.get(OUTCOME, ""),  # the test's (the session report adds it): xfailed, say
             r["tribunal"],
             r["outcome"],
             f"{r['votes_passed']}/{r['votes_cast']}",
@@ -93,7 +94,8 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
         ]
         for r in records
     ]
-    headers = ["test", "tribunal", "verdict", "votes", "errors", "tokens", "cost", "time"]
+    headers = ["test", "outcome", "tribunal", "verdict", "votes", "errors", "tokens", "cost"]
+    headers.append("time")
     return tabulate(rows, headers=headers)
 
 

@@ -170,7 +170,7 @@ class Orchestrator:
         """
         self.abort_requested.clear()
         self._loop = asyncio.get_running_loop()
-        turn = Turn(self, time.perf_counter())
+        turn = Turn(self, time.perf_counter(), message)
         if not self.messages and self.system_prompt:
             self.messages.append({"role": "system", "content": self.system_prompt})
         self.messages.append({"role": "user", "content": message})
@@ -244,9 +244,11 @@ WAKE = 0.05  # seconds: how late a signal handler's abort() may stop running too
 class Turn:
     """The state of one ``arun``: what it asked, what came back, why it stops."""
 
-    def __init__(self, agent: Any, started: float) -> None:  # an Orchestrator
+    def __init__(self, agent: Any, started: float, question: str) -> None:  # an Orchestrator
         self.agent = agent
         self.started = started
+        self.question = question
+        self.responses: list[ModelResponse] = []
         self.tally = pipeline.Tally()
         # The loop counts the requests that came back too: the cap holds whatever middleware
         # runs (the tally's count is count_usage's, which a custom pipeline may leave out).
@@ -321,6 +323,7 @@ class Turn:
             ) from error
         self.answered += 1
         self.response = response
+        self.responses.append(response)
         agent.messages.append(assistant(response))
         return response
 
@@ -382,7 +385,10 @@ class Turn:
         try:
             value = await asyncio.wait_for(found(**arguments), timeout)
         except asyncio.TimeoutError:
-            raise _ToolFailed(f"tool {call.name!r} did not finish within {timeout:g} s") from None
+            raise _ToolFailed(
+                f"tool {call.name!r} did not finish within {timeout:g} s (its timeout: "
+                "@tool(timeout=...), else the orchestrator's tool_timeout)"
+            ) from None
         except Exception as error:
             raise _ToolFailed(f"tool {call.name!r} raised {describe(error)}") from None
         return render(value)
@@ -409,6 +415,8 @@ class Turn:
             wall_time=time.perf_counter() - self.started,
             stop_reason=reason,
             events=tuple(self.events),
+            question=self.question,
+            responses=tuple(self.responses),
         )
         for hook in reversed(pipeline.hooks(self.agent.middleware, "run_ended")):
             await maybe_await(hook(self.agent, run))

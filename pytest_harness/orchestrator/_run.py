@@ -1,9 +1,9 @@
 """What one orchestrator run leaves behind, as plain frozen data a test can assert on.
 
-``Run`` is the trajectory of one ``Orchestrator.run``: the final text and response, every
-message of the conversation so far, every tool call (its arguments, its result or error,
-when it ran, which request asked for it), the number of model requests, usage and cost
-summed over them, the wall time and why the run stopped.
+``Run`` is the trajectory of one ``Orchestrator.run``: the question it answered, the final
+text and each response, every message of the conversation so far, every tool call (its
+arguments, its result or error, when it ran, which request asked for it), the number of
+model requests, usage and cost summed over them, the wall time and why the run stopped.
 
 The trajectory assertions (``run.assert_called(...)``) and the table a failing one prints
 are here too, with the messages a run adds to its conversation, in OpenAI's chat form.
@@ -111,6 +111,8 @@ class Run:
             ``doom_loop`` (the same tool call again after a warning), ``usage_limit``,
             ``aborted`` or ``error`` (a model call failed: ``RunFailed`` carries this run).
         events: what the middleware did (retries, compactions, warnings), in order.
+        question: the user message this run answered.
+        responses: this run's model responses, in order (the last is ``response``).
     """
 
     output: str
@@ -123,10 +125,20 @@ class Run:
     wall_time: float
     stop_reason: StopReason
     events: tuple[RunEvent, ...] = ()
+    question: str = ""
+    responses: tuple[ModelResponse, ...] = field(default=(), repr=False)
 
     def calls_of(self, name: str) -> list[ToolCallRecord]:
         """The calls of the tool ``name``, in order."""
         return [call for call in self.tool_calls if call.name == name]
+
+    @property
+    def recorded_time(self) -> float | None:
+        """In replay, the seconds the model took to answer this run's requests when they were
+        recorded (their recorded latencies added up); None unless each one kept its latency."""
+        if not self.responses or not all(r.latency_recorded for r in self.responses):
+            return None
+        return sum(r.latency_s for r in self.responses)
 
     @property
     def tools_called(self) -> list[str]:

@@ -31,6 +31,7 @@ and the fix) and again by ``invoke``.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,14 @@ class SharedState:
 
     member = staticmethod(member)
     researchers = staticmethod(researchers)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # ``@pytest.mark.scenarios(Team)``: pytest marks the team and calls it with the test.
+        if len(args) == 1 and not kwargs:
+            test = _marked_alone(cls, args[0])
+            if test is not None:
+                return test
+        return super().__new__(cls)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -238,3 +247,26 @@ class _State:
     def __post_init__(self) -> None:
         if self.config.timeout is not None:
             self.deadline = time.monotonic() + self.config.timeout
+
+
+def _marked_alone(team: type[SharedState], target: Any) -> Any | None:
+    """``target`` marked to error alone, when ``@pytest.mark.scenarios(team)`` named the team
+    alone and pytest, taking the team for the thing to mark, now calls it with the test.
+
+    The bare mark pytest put on the team is taken off again; the test's own marker says
+    ``alone`` and the scenarios plugin makes that the test's set-up error, showing the
+    marker's forms. None when that is not what happened (the team is not so marked, or
+    ``target`` is not a test function or class).
+    """
+    marks = team.__dict__.get("pytestmark", [])
+    kept = [mark for mark in marks if not _bare_scenarios(mark)]
+    if len(kept) == len(marks) or not (inspect.isfunction(target) or inspect.isclass(target)):
+        return None
+    import pytest
+
+    team.pytestmark = kept  # type: ignore[attr-defined]
+    return pytest.mark.scenarios(team=team, alone=True)(target)
+
+
+def _bare_scenarios(mark: Any) -> bool:
+    return getattr(mark, "name", None) == "scenarios" and not (mark.args or mark.kwargs)

@@ -173,7 +173,8 @@ async def take_turn(
     if cut:
         text = (
             f"{who} did not finish within its timeout of {seat.timeout:g} s; its findings "
-            "so far are kept"
+            "so far are kept. To give it longer: SharedState.member(..., timeout=...), or "
+            "the team's member_timeout"
         )
         return MemberTurn(
             member=seat.name, cycle=cycle, run=None, error=text, exception=AgentTimeout(text)

@@ -174,6 +174,32 @@ def test_sdk_plain_and_streamed():
               if c.choices]
     dump("sdk", [text, "".join(pieces), os.environ["OPENAI_BASE_URL"].startswith("http://127.")])
 
+LABEL = {"type": "object", "required": ["label"],
+         "properties": {"label": {"type": "string", "enum": ["positive", "negative"]}}}
+WEATHER = {"type": "function", "function": {
+    "name": "weather", "description": "Today's weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+
+@pytest.mark.harness
+def test_system_schema_and_tools():
+    question = [{"role": "user", "content": "Say something about fruit."}]
+    told = [{"role": "system", "content": "Reply only with the word BANANA."}, *question]
+    with openai.OpenAI() as client:
+        def create(messages, **options):
+            return client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, max_tokens=24, **options
+            ).choices[0]
+        plain, system = create(question).message.content, create(told).message.content
+        form = {"type": "json_schema", "json_schema": {"name": "label", "schema": LABEL}}
+        label = json.loads(create([{"role": "user", "content": "I love it!"}],
+                                  response_format=form).message.content)["label"]
+        weather = create([{"role": "user", "content": "Weather in Oslo?"}],
+                         tools=[WEATHER], tool_choice="required")
+    call = weather.message.tool_calls[0]
+    dump("app", [plain, system, label, weather.finish_reason, call.function.name,
+                 sorted(json.loads(call.function.arguments))])
+
 @pytest.mark.harness
 def test_litellm_direct():
     reply = litellm.completion(model="openai/gpt-4o-mini", max_tokens=16, temperature=0,
@@ -193,7 +219,7 @@ def test_application_traffic_recorded_from_the_embedded_model_replays_with_no_fl
     recorded = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--harness-live", "--harness-model=local"
     )
-    recorded.assert_outcomes(passed=2)
+    recorded.assert_outcomes(passed=3)
     cassette = json.loads(
         (pytester.path / "cassettes/test_app/test_sdk_plain_and_streamed.yaml").read_text()
     )
@@ -209,6 +235,11 @@ def test_application_traffic_recorded_from_the_embedded_model_replays_with_no_fl
     assert before["sdk"][0]
     assert before["sdk"][1]
     assert before["litellm"]
+    # The application's own system message, json_schema and tools, through the endpoint:
+    plain, system, label, finish, tool, arguments = before["app"]
+    assert system != plain  # the system message reached the model (once dropped)
+    assert label in ("positive", "negative")  # the schema, enforced by grammar
+    assert (finish, tool, arguments) == ("tool_calls", "weather", ["city"])
     assert json.loads((pytester.path / "replayed.json").read_text()) == before
 
 

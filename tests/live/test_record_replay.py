@@ -27,6 +27,8 @@ SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}},
 def dump(name, response):
     data = dataclasses.asdict(response)
     data.pop("latency_s")
+    # In replay the latency is the recording's (and says so): compared apart.
+    data["latency_recorded"] = [data.pop("latency_recorded"), response.latency_s > 0]
     out = pathlib.Path(os.environ["DUMP"])
     seen = json.loads(out.read_text()) if out.exists() else {}
     seen[name] = data
@@ -117,6 +119,12 @@ def test_recorded_responses_replay_identically_offline(
 
     before = json.loads((pytester.path / "recorded.json").read_text())
     after = json.loads((pytester.path / "replayed.json").read_text())
+    flags = {
+        name: (before[name].pop("latency_recorded"), after[name].pop("latency_recorded"))
+        for name in before
+    }
+    # Recorded: its own wall time. Replayed: the latency the cassette kept, labelled so.
+    assert all(flag == ([False, True], [True, True]) for flag in flags.values()), flags
     assert after == before
     assert before["plain"]["content"]
     assert before["streamed"]["content"]

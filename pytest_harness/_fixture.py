@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,8 @@ from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal import Tribunal, Verdict, assert_verdict, get_verdict
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.slot import Seen
+    from pytest_harness._trajectory import TrafficTrajectory
     from pytest_harness.calibration import Calibration
     from pytest_harness.orchestrator import Orchestrator, Run
 
@@ -29,14 +31,40 @@ class Harness:
         tribunals / runs / transcripts / calibrations: what the test ran, as each finished.
     """
 
-    def __init__(self, test_id: str | None = None, *, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        test_id: str | None = None,
+        *,
+        folder: Path | None = None,
+        traffic: Callable[[], Sequence[Seen]] | None = None,
+    ) -> None:
         self.test_id = test_id
         self.folder = folder
+        self._traffic = traffic
         self.sample: int | None = None
         self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
         self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
         self.transcripts: list[Any] = []  # and as simulated conversations end
         self.calibrations: list[Any] = []  # and as calibrations end
+
+    @property
+    def trajectory(self) -> TrafficTrajectory:
+        """The application's own model traffic in this test so far, as a trajectory.
+
+        Read from the test's cassette, recorded or replayed alike, whatever client or agent
+        framework made the calls (the harness's own calls are not in it: their runs are in
+        ``runs``): each request (``requests``: model, messages, tools offered, system prompt,
+        endpoint, answer), and each tool call the model asked for with the result the
+        application sent back. It has the assertions of an orchestrator ``Run``::
+
+            harness.trajectory.assert_called("lookup", {"order": "A-1"})
+            harness.trajectory.filter(system="triage").assert_order("lookup", "refund")
+
+        Built anew on each access.
+        """
+        from pytest_harness._trajectory import from_traffic
+
+        return from_traffic(self._traffic() if self._traffic is not None else ())
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

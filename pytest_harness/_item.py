@@ -16,7 +16,7 @@ What the test's features report as they finish becomes its report rows here too
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -31,7 +31,7 @@ from pytest_harness import _settings as settings_
 from pytest_harness._cassettes.matching import split_host
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction
-from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_path
+from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, Seen, cassette_path
 from pytest_harness._local import route
 from pytest_harness._watch import TrafficWatch
 from pytest_harness.errors import (
@@ -315,7 +315,10 @@ class ItemRun:
         if self.reports.harness is None:
             from pytest_harness._fixture import Harness
 
-            self.reports.harness = Harness(self.item.nodeid, folder=self.item.path.parent)
+            exchanges = self.watch.exchanges
+            self.reports.harness = Harness(
+                self.item.nodeid, folder=self.item.path.parent, traffic=lambda: list(exchanges)
+            )
         return self.reports.harness
 
     def run_samples(self, body: Callable[[], object]) -> None:
@@ -370,6 +373,7 @@ class ItemRun:
             return describe(error)
         finally:
             self.item.user_properties.extend(self.watch.finish())
+            self.item.user_properties.extend(self.reports.traffic(self.watch.exchanges))
         return None
 
 
@@ -471,6 +475,18 @@ class ItemReports:
             self.item.user_properties.append(session.transcript_property(payload, nodeid))
         if self.harness is not None:
             (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
+
+    def traffic(self, exchanges: Sequence[Seen]) -> list[tuple[str, str]]:
+        """The application's traffic as a run row, when its model asked for tools."""
+        if not exchanges:
+            return []
+        from pytest_harness._report import session
+        from pytest_harness._trajectory import from_traffic
+
+        trajectory = from_traffic(exchanges)
+        if not trajectory.tool_calls:
+            return []
+        return [session.trajectory_property(trajectory, self.item.nodeid)]
 
     def _calibration(self, calibration: Any) -> None:
         self.item.user_properties.append(calibration.junit_property(self.item.nodeid))

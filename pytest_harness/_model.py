@@ -54,9 +54,11 @@ from pytest_harness.errors import (
 
 _VALIDATOR = ResponseValidator()
 _PROBLEMS = {
-    "interrupted": "an interrupted response (the stream ended without a finish reason)",
+    "interrupted": "an interrupted response (it ended without a finish reason: a cut stream, "
+    "or a failed or cancelled reply)",
+    "refused": "a refusal or a block instead of an answer",
     "empty_response": "an empty response (no text and no tool calls)",
-    "degenerate": "a degenerate response (no visible text once think blocks are removed)",
+    "degenerate": "a degenerate response (no visible text, only reasoning)",
 }
 
 
@@ -340,7 +342,9 @@ def _problem_error(
         f"model {response.model!r} returned {_PROBLEMS.get(problem, problem)}{where}.\n"
         f"  content: {quote(response.content)}\n"
         f"  reasoning: {quote(response.reasoning)}\n"
-        f"  finish_reason: {response.finish_reason!r}\n" + advice
+        + (f"  refusal: {quote(response.refusal)}\n" if response.refusal else "")
+        + f"  finish_reason: {response.finish_reason!r}\n"
+        + advice
     )
     kind = DegenerateResponse if problem == "degenerate" else InvalidResponse
     return kind(message, response=response, reason=problem, model=response.model)
@@ -600,7 +604,14 @@ def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:
 
 
 def price(model: str, usage: Usage, provider: str | None = None) -> float | None:
-    """The cost of ``usage`` on ``model`` from litellm's price map, or None when unpriced."""
+    """The cost of ``usage`` on ``model`` from litellm's price map, or None when unpriced.
+
+    Prompt tokens read from the prompt cache are priced at the model's cache-read rate and
+    those written to it at its cache-write rate (litellm's ``cache_read_input_token_cost``,
+    ``cache_creation_input_token_cost``; the input rate where the map has none). litellm
+    takes ``prompt_tokens`` as every prompt token, the cached ones included, as ``Usage``
+    counts them.
+    """
     if (provider, model) in _UNPRICED:
         return None
     try:
@@ -609,6 +620,8 @@ def price(model: str, usage: Usage, provider: str | None = None) -> float | None
             custom_llm_provider=provider,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
+            cache_read_input_tokens=usage.cached_tokens,
+            cache_creation_input_tokens=usage.cache_write_tokens,
         )
     except Exception:  # litellm raises a bare Exception for models it has no price for
         _UNPRICED.add((provider, model))

@@ -52,11 +52,23 @@ class Usage:
 
     Every total of the package (a run's tally, a test's spend, a panel's judges) is a sum of
     these.
+
+    Attributes:
+        prompt_tokens: every token of the prompt, those read from or written to the
+            provider's prompt cache included.
+        completion_tokens: the reply's tokens, reasoning included.
+        total_tokens: as the provider counted them (else prompt plus completion).
+        cached_tokens: the part of ``prompt_tokens`` read from the prompt cache (priced at
+            the cache-read rate).
+        cache_write_tokens: the part of ``prompt_tokens`` written to the prompt cache
+            (Anthropic; priced at the cache-write rate).
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
@@ -65,6 +77,8 @@ class Usage:
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -78,6 +92,8 @@ class ModelResponse:
         tool_calls: the tool calls requested.
         finish_reason: why the model stopped, as the provider said it.
         interrupted: a stream that ended without a finish reason (a partial, not a turn).
+        refusal: the provider refused or blocked the call (its refusal text, or the field
+            that said so, ``finishReason: SAFETY``), or None for an answer.
         usage: token counts.
         cost: USD cost when litellm knows the model's price, else None.
         model: the model the call was made with.
@@ -92,6 +108,7 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     interrupted: bool = False
+    refusal: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     model: str = ""
@@ -139,6 +156,7 @@ def read_completion(
         tool_calls=tuple(_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])),
         finish_reason=choice.get("finish_reason"),
         interrupted=False,
+        refusal=_refusal(message.get("refusal"), choice.get("finish_reason")),
         usage=usage,
         cost=cost(usage),
         model=model,
@@ -166,6 +184,7 @@ def read_stream(
             raise _unreadable(model, "a stream", f"chunk {number} of {len(chunks)}: {problem}")
     content: list[str] = []
     reasoning: list[str] = []
+    refused: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage: Any = None
     for data in chunks:
@@ -174,6 +193,7 @@ def read_stream(
             delta = choice.get("delta") or {}
             content.append(delta.get("content") or "")
             reasoning.append(delta.get("reasoning_content") or "")
+            refused.append(delta.get("refusal") or "")
             for part in delta.get("tool_calls") or []:
                 _merge_tool_delta(calls, part)
     text = "".join(content) or None
@@ -184,12 +204,20 @@ def read_stream(
         tool_calls=tuple(_tool_call(i, calls[i]) for i in sorted(calls)),
         finish_reason=finish_reason,
         interrupted=finish_reason is None,
+        refusal=_refusal("".join(refused), finish_reason),
         usage=counted,
         cost=cost(counted),
         model=model,
         id=next(filter(None, map(_id, chunks)), None),
         latency_s=time.perf_counter() - started,
     )
+
+
+def _refusal(text: str | None, finish_reason: str | None) -> str | None:
+    """The refusal of a chat reply: its ``refusal`` text, or a content filter's stop."""
+    if finish_reason == "content_filter":
+        return text or "finish_reason: content_filter"
+    return text or None
 
 
 def _id(data: Mapping[str, Any]) -> str | None:
@@ -202,7 +230,21 @@ def _usage(data: Mapping[str, Any] | None) -> Usage:
     prompt = int(data.get("prompt_tokens") or 0)
     completion = int(data.get("completion_tokens") or 0)
     total = int(data.get("total_tokens") or prompt + completion)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total,
+        cached_tokens=_count(cached),
+        # litellm's usage of an Anthropic reply keeps its cache writes here.
+        cache_write_tokens=_count(data.get("cache_creation_input_tokens")),
+    )
+
+
+def _count(value: Any) -> int:
+    """A token count read from a provider's usage: an integer, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _merge_tool_delta(calls: dict[int, dict[str, Any]], part: Mapping[str, Any]) -> None:
@@ -246,7 +288,7 @@ _USAGE = {"prompt_tokens": int, "completion_tokens": int, "total_tokens": int}
 
 def _message(arguments: type | tuple[type, ...]) -> dict[str, Any]:
     call = {"id": str, "index": int, "function": {"name": str, "arguments": arguments}}
-    return {"content": str, "reasoning_content": str, "tool_calls": [call]}
+    return {"content": str, "reasoning_content": str, "refusal": str, "tool_calls": [call]}
 
 
 # A stream's argument pieces are text to join; a whole call's may also come parsed.
@@ -384,6 +426,8 @@ class ResponseValidator:
             return False, "nil_response"
         if response.interrupted:
             return False, "interrupted"
+        if getattr(response, "refusal", None):
+            return False, "refused"
         if response.has_tool_calls:
             return True, None
         if not (response.content or "").strip() and not _reasoning(response).strip():

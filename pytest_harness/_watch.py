@@ -112,6 +112,8 @@ class Spend:
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "tokens": self.usage.total_tokens,
+            "cached_tokens": self.usage.cached_tokens,
+            "cache_write_tokens": self.usage.cache_write_tokens,
             "cost": self.cost,
             "models": dict(self.models),
         }
@@ -285,6 +287,8 @@ class TrafficWatch:
         warnings: bad responses the application received, under ``warn``, not warned yet.
         calls: the application's first ``MAX_CALLS`` model calls (``exchange``), for the
             report; ``called`` counts them all.
+        exchanges: every model response the application received, in order (its trajectory
+            is read from them: ``harness.trajectory``).
     """
 
     test: str
@@ -297,6 +301,7 @@ class TrafficWatch:
     warnings: list[InvalidResponse] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     called: int = 0
+    exchanges: list[Seen] = field(default_factory=list)
     _reported: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -329,7 +334,7 @@ class TrafficWatch:
         provider = None if self.free else found.provider  # no provider: not priced
         self.spend.add(found.model, found.response.usage, provider=provider)
         source = "a replayed" if seen.replayed else "a"
-        call = f"{source} request of the application (POST {seen.uri.partition('?')[0]})"
+        call = f"{source} request of the application ({seen.method} {seen.uri.partition('?')[0]})"
         error = model.problem(seen.found.response, call=call, within=self.scope)
         self._keep(seen, None if error is None else error.reason)
         if error is None:
@@ -345,6 +350,7 @@ class TrafficWatch:
         with self._lock:  # SDKs call from threads: each call its own number
             self.called += 1
             number = self.called
+            self.exchanges.append(seen)
         if number <= MAX_CALLS:
             self.calls.append(exchange(seen, number, problem))
 

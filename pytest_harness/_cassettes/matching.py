@@ -20,6 +20,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from pytest_harness._cassettes import wire
+
 RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -153,33 +155,27 @@ def request_key(
 
 
 def describe(key: RequestKey) -> str:
-    """A few lines naming the request: endpoint, model, the last messages."""
+    """A few lines naming the request: endpoint, model, the last two messages (``role:
+    text``), the same layout for each API the cassette reads (``wire.request_api``)."""
     method, scheme, host, port, path, query, body = key
     where = f"{host}:{port}" if port else host
     lines = [f"{method} {scheme}://{where}{path}" + (f"?{query}" if query else "")]
-    try:
-        data = json.loads(body) if body else {}
-    except (ValueError, RecursionError):  # text, or JSON too deep to parse (canonical_body)
-        data = {}
-    if isinstance(data, dict):
-        if "model" in data:
-            lines.append(f"model: {data['model']}")
-        messages = data.get("messages")
-        if isinstance(messages, list):
-            for message in messages[-2:]:
-                lines.append(_message_line(message))
+    data = wire.as_dict(wire.loads(body))  # None for text, or JSON too deep to parse
+    api = wire.request_api(path, body)
+    model = data.get("model") or (wire.gemini_model(path) if api == "gemini.generate" else "")
+    if model:
+        lines.append(f"model: {model}")
+    if api is not None:
+        sent = wire.request_messages(api, body)
+        lines += [_message_line(m["role"], m["content"]) for m in sent[-2:]]
     return "\n".join(lines)
 
 
-def _message_line(message: Any) -> str:
-    if not isinstance(message, dict):
-        return f"message: {message!r:.120}"
-    content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content)
-    text = " ".join(str(text).split())
+def _message_line(role: str, text: str) -> str:
+    text = " ".join(text.split())
     if len(text) > 120:
         text = text[:117] + "..."
-    return f"{message.get('role', '?')}: {text}"
+    return f"{role}: {text}"
 
 
 def closest(key: RequestKey, recorded: Iterable[RequestKey]) -> RequestKey | None:

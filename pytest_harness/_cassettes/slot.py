@@ -62,6 +62,7 @@ class Seen:
         request: the request's body as sent (redacted when it was recorded), or None.
         latency_s: the exchange's latency: as recorded when replayed, as measured when
             recorded now; None when unknown (a cassette recorded before latencies were kept).
+        method: the request's HTTP method (``GET`` for a polled background response).
     """
 
     found: Recognised
@@ -70,6 +71,7 @@ class Seen:
     seam: bool = False
     request: bytes | None = None
     latency_s: float | None = None
+    method: str = "POST"
 
 
 def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
@@ -280,7 +282,13 @@ class CassetteSlot:
         body = request.body if isinstance(request.body, bytes) else None
         latency = response.get("latency_s")  # files.LATENCY: as recorded, or measured now
         seen = Seen(
-            found, request.uri, replayed, seam=call is not None, request=body, latency_s=latency
+            found,
+            request.uri,
+            replayed,
+            seam=call is not None,
+            request=body,
+            latency_s=latency,
+            method=str(request.method).upper(),
         )
         problem = self.on_response(seen)
         if call is not None:  # a retried call: its last reply

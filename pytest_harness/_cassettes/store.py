@@ -386,11 +386,75 @@ def _bytes(request: Any) -> Any:
 
 
 def _decoded(response: dict[str, Any]) -> dict[str, Any]:
-    """Decompress a gzip/deflate body (vcrpy's filter deep-copies: only call it when needed)."""
+    """Decompress a gzip, deflate, brotli or zstd body, so it is checked, counted and stored
+    readable (vcrpy's filter deep-copies: only call it when needed).
+
+    brotli needs the ``brotli`` (or ``brotlicffi``) module, zstd ``zstandard`` or Python
+    3.14's ``compression.zstd``: without it, or when it does not decompress, the body is
+    kept as it came (stored as base64, neither checked nor counted).
+    """
     headers = response.get("headers") or {}
-    if any(name.lower() == "content-encoding" for name in headers):
-        return dict(vcr.filters.decode_response(response))
-    return response
+    encodings = [
+        value
+        for name, values in headers.items()
+        if name.lower() == "content-encoding"
+        for value in (values if isinstance(values, list) else [values])
+    ]
+    if not encodings:
+        return response
+    if str(encodings[0]).strip().lower() == "zstd":
+        return _unzstd(response)
+    return dict(vcr.filters.decode_response(response))
+
+
+def _unzstd(response: dict[str, Any]) -> dict[str, Any]:
+    """``_decoded`` for zstd, which vcrpy does not decompress."""
+    decompress = _zstd_decompressor()
+    body = (response.get("body") or {}).get("string")
+    if decompress is None or not isinstance(body, bytes):
+        return response
+    try:
+        plain = decompress(body)
+    except Exception:  # zstandard.ZstdError, compression.zstd.ZstdError: not zstd after all
+        return response
+    names = {name.lower(): name for name in response["headers"]}
+    headers = {
+        name: values
+        for name, values in response["headers"].items()
+        if name.lower() not in ("content-encoding", "content-length")
+    }
+    headers[names.get("content-length", "Content-Length")] = [str(len(plain))]
+    return {**response, "headers": headers, "body": {**response["body"], "string": plain}}
+
+
+@functools.cache
+def _zstd_decompressor() -> Callable[[bytes], bytes] | None:
+    """Python 3.14's ``compression.zstd.decompress``, else one made of ``zstandard``, else
+    None (neither is installed)."""
+    import importlib
+
+    try:
+        zstd = importlib.import_module("compression.zstd")  # Python 3.14
+        decompress: Callable[[bytes], bytes] = zstd.decompress
+        return decompress
+    except ImportError:
+        pass
+    try:
+        zstandard = importlib.import_module("zstandard")
+    except ImportError:
+        return None
+
+    def frames(data: bytes) -> bytes:
+        plain = []
+        while data:  # a body may hold several frames, one after the other
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            plain.append(frame.decompress(data))
+            if not frame.eof:
+                raise ValueError("the zstd body is cut short")
+            data = frame.unused_data
+        return b"".join(plain)
+
+    return frames
 
 
 def _indent(text: str) -> str:

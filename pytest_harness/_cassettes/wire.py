@@ -7,9 +7,11 @@ Completions (read here, via ``read_completion`` / ``read_stream``) and Responses
 Messages, Gemini generateContent (read below). It goes by the body's shape; the URL
 only names a Gemini model.
 
-A cut-off stream is recognised as ``interrupted``, an empty reply as empty (the caller judges
-both). Anything else is None: an error status or body, embeddings, a model list, malformed
-JSON or SSE, a field of the wrong type. It never raises, never prices (``cost`` None), never
+A cut-off stream is recognised as ``interrupted``, an empty reply as empty, a refusal or a
+blocked prompt with its ``refusal`` (the caller judges them). A background Responses reply
+polled before it finished (``queued``, ``in_progress``) is no reply yet: None. Anything
+else is None: an error status or body, embeddings, a model list, malformed JSON or SSE, a
+field of the wrong type. It never raises, never prices (``cost`` None), never
 times (``latency_s`` 0). It imports the standard library and
 ``pytest_harness._response`` only (no vcrpy, litellm or httpx): it runs on every recorded or
 replayed interaction.
@@ -83,7 +85,7 @@ def recognise(
         return None
     api, response, model = found
     model = model or as_str(as_dict(loads(decode(request_body))).get("model"))
-    model = model or (_gemini_model(uri) if api == "gemini.generate" else "")
+    model = model or (gemini_model(uri) if api == "gemini.generate" else "")
     response = replace(
         response,
         content=response.content or None,
@@ -97,11 +99,11 @@ def recognise(
 
 def _from_json(data: Any) -> Found | None:
     if isinstance(data, list):
-        gemini = any(isinstance(c, dict) and "candidates" in c for c in data)
+        gemini = any(_is_gemini(c) for c in data)
         return read_gemini(data, streamed=True) if gemini else None
     if not isinstance(data, dict):
         return None
-    if "candidates" in data:
+    if _is_gemini(data):
         return read_gemini([data], streamed=False)
     if data.get("type") == "message":
         return read_anthropic(data, stopped=True)
@@ -124,7 +126,7 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
     chunks = [data for _, data in events]
     if any("choices" in chunk for chunk in chunks):
         return _chat_stream(chunks)
-    return read_gemini(chunks, streamed=True) if any("candidates" in c for c in chunks) else None
+    return read_gemini(chunks, streamed=True) if any(map(_is_gemini, chunks)) else None
 
 
 # OpenAI Chat Completions, once read_completion / read_stream accept their shape (they would
@@ -161,11 +163,38 @@ def _as_sent(choices: list[dict[str, Any]]) -> bool:
     )
 
 
-def _gemini_model(uri: str) -> str:
+def gemini_model(uri: str) -> str:
     """The model a Gemini URL names: ``…/models/<model>:generateContent``."""
     path = uri.partition("?")[0] if isinstance(uri, str) else ""
     _, found, rest = path.partition("/models/")
     return rest.partition(":")[0].partition("/")[0] if found else ""
+
+
+def request_api(uri: str, body: bytes | str | None) -> str | None:
+    """The API a request is made to (``Recognised.api``), by its URL, else by its body's
+    shape; None for another request. For what a request says when no reply is at hand (a
+    cassette miss)."""
+    path = uri.partition("?")[0] if isinstance(uri, str) else ""
+    api = next((api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None)
+    if api is not None:
+        return api
+    data = as_dict(loads(decode(body)))
+    return next((api for field, api in _REQUEST_FIELDS.items() if field in data), None)
+
+
+_ENDPOINTS = {
+    "/chat/completions": "openai.chat",
+    "/responses": "openai.responses",
+    "/messages": "anthropic.messages",
+    ":generateContent": "gemini.generate",
+    ":streamGenerateContent": "gemini.generate",
+}
+# The field that holds a request's messages, by API.
+_REQUEST_FIELDS = {
+    "messages": "openai.chat",
+    "input": "openai.responses",
+    "contents": "gemini.generate",
+}
 
 
 # (api, response, the model its body names or "")
@@ -176,6 +205,8 @@ Events: TypeAlias = "list[tuple[str, dict[str, Any]]]"
 _ANTHROPIC_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "json"}
 _RESPONSES_FINAL = {"response.completed", "response.incomplete", "response.failed"}
 _RESPONSES_REASONING = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+# A background response (``background=True``) not finished yet: polled, not answered.
+_RESPONSES_PENDING = {"queued", "in_progress"}
 
 
 # OpenAI Responses API.
@@ -184,24 +215,54 @@ def read_responses(data: dict[str, Any]) -> Found | None:
     output = data.get("output")
     if not isinstance(output, list):
         return None
+    if as_str(data.get("status")) in _RESPONSES_PENDING:
+        return None  # a background reply polled before it finished: not a call yet
     items = as_dicts(output)
     parts = [p for i in items if i.get("type") == "message" for p in as_dicts(i.get("content"))]
     reasoning = [_reasoning_item(i) for i in items if i.get("type") == "reasoning"]
-    calls = [i for i in items if i.get("type") == "function_call"]
+    calls = [i for i in items if as_str(i.get("type")).endswith("_call")]
     finish, interrupted = _responses_finish(data, bool(calls))
     usage = as_dict(data.get("usage"))
+    cached = as_dict(usage.get("input_tokens_details")).get("cached_tokens")
     response = ModelResponse(
         content="".join(as_str(p.get("text")) for p in parts if p.get("type") == "output_text"),
         reasoning="\n\n".join(text for text in reasoning if text),
-        tool_calls=tuple(
-            _tool_call(n, c.get("call_id") or c.get("id"), c.get("name"), c.get("arguments"))
-            for n, c in enumerate(calls)
-        ),
+        tool_calls=tuple(_responses_call(n, c) for n, c in enumerate(calls)),
         finish_reason=finish,
         interrupted=interrupted,
-        usage=_usage(*(usage.get(k) for k in ("input_tokens", "output_tokens", "total_tokens"))),
+        refusal=_responses_refusal(parts, finish),
+        usage=_usage(
+            usage.get("input_tokens"),
+            usage.get("output_tokens"),
+            usage.get("total_tokens"),
+            cached,
+        ),
     )
     return "openai.responses", response, as_str(data.get("model"))
+
+
+def _responses_refusal(parts: list[dict[str, Any]], finish: str | None) -> str | None:
+    """The text of the reply's ``refusal`` parts, or its content filter's stop, or None."""
+    refusals = [as_str(p.get("refusal")) for p in parts if p.get("type") == "refusal"]
+    if refusals:
+        return "\n".join(filter(None, refusals)) or "content: refusal"
+    return _refused("incomplete_details.reason", finish, _FILTERED)
+
+
+# An output item's bookkeeping, not what the model asked for (``_responses_call``).
+_CALL_BOOKKEEPING = {"id", "type", "status", "call_id", "name", "output", "outputs", "result"}
+
+
+def _responses_call(index: int, item: dict[str, Any]) -> ToolCall:
+    """A tool-call output item of any kind (``function_call``, ``custom_tool_call``,
+    ``computer_call``, ``web_search_call``, ``mcp_call``...): named by its tool where it has
+    one, else by its type; its arguments, input or action as the arguments."""
+    name = as_str(item.get("name")) or as_str(item.get("type"))
+    for field in ("arguments", "input", "action"):
+        if item.get(field) is not None:
+            return _tool_call(index, item.get("call_id") or item.get("id"), name, item[field])
+    asked = {k: v for k, v in item.items() if k not in _CALL_BOOKKEEPING and v is not None}
+    return _tool_call(index, item.get("call_id") or item.get("id"), name, asked)
 
 
 def _reasoning_item(item: dict[str, Any]) -> str:
@@ -259,7 +320,14 @@ def read_anthropic(data: dict[str, Any], *, stopped: bool) -> Found | None:
         ),
         finish_reason=stop,
         interrupted=not stopped or stop is None,
-        usage=_usage(sum(as_int(usage.get(k)) for k in prompt), usage.get("output_tokens"), None),
+        usage=_usage(
+            sum(as_int(usage.get(k)) for k in prompt),
+            usage.get("output_tokens"),
+            None,
+            usage.get("cache_read_input_tokens"),
+            usage.get("cache_creation_input_tokens"),
+        ),
+        refusal=_refused("stop_reason", stop, _REFUSED_STOPS),
     )
     return "anthropic.messages", response, as_str(data.get("model"))
 
@@ -308,6 +376,7 @@ def read_gemini(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
     text = [p for p in parts if isinstance(p.get("text"), str)]
     calls = [c for p in parts if (c := as_dict(p.get("functionCall")))]
     completion = sum(as_int(usage.get(k)) for k in ("candidatesTokenCount", "thoughtsTokenCount"))
+    blocked = next((r for c in chunks if (r := _gemini_block(c))), None)
     response = ModelResponse(
         content="".join(p["text"] for p in text if p.get("thought") is not True),
         reasoning="".join(p["text"] for p in text if p.get("thought") is True),
@@ -315,11 +384,28 @@ def read_gemini(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
             _tool_call(n, c.get("id"), c.get("name"), c.get("args")) for n, c in enumerate(calls)
         ),
         finish_reason=finish or None,
-        interrupted=streamed and not finish,
-        usage=_usage(usage.get("promptTokenCount"), completion, usage.get("totalTokenCount")),
+        interrupted=streamed and not finish and blocked is None,
+        refusal=blocked or _refused("finishReason", finish, _GEMINI_BLOCKS),
+        usage=_usage(
+            usage.get("promptTokenCount"),
+            completion,
+            usage.get("totalTokenCount"),
+            usage.get("cachedContentTokenCount"),
+        ),
     )
     model = next((m for c in reversed(chunks) if (m := as_str(c.get("modelVersion")))), "")
     return "gemini.generate", response, model
+
+
+def _is_gemini(data: Any) -> bool:
+    """A Gemini response: candidates, or only the feedback of a blocked prompt."""
+    return isinstance(data, dict) and ("candidates" in data or "promptFeedback" in data)
+
+
+def _gemini_block(chunk: dict[str, Any]) -> str | None:
+    """``promptFeedback.blockReason: <reason>`` when the prompt was blocked, else None."""
+    reason = as_str(as_dict(chunk.get("promptFeedback")).get("blockReason"))
+    return f"promptFeedback.blockReason: {reason}" if reason else None
 
 
 def _gemini_chunk(chunk: Any) -> tuple[list[dict[str, Any]], str] | None:
@@ -457,6 +543,28 @@ _REQUEST_READERS = {
 
 
 # A reply's parts, as ``pytest_harness._response`` holds them.
+# Stops that say the provider refused or blocked the call instead of answering.
+_REFUSED_STOPS = frozenset({"refusal"})  # Anthropic's stop_reason
+_FILTERED = frozenset({"content_filter"})  # OpenAI Responses' reason for an incomplete reply
+_GEMINI_BLOCKS = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+
+
+def _refused(field: str, value: str | None, refusing: frozenset[str]) -> str | None:
+    """``<field>: <value>`` when that value says the call was refused or blocked, else None."""
+    return f"{field}: {value}" if value in refusing else None
+
+
 def _tool_call(index: int, call_id: Any, name: Any, raw: Any) -> ToolCall:
     """A tool call whose arguments come as JSON text or as an object."""
     text = raw if isinstance(raw, str) else "" if raw is None else json.dumps(raw)
@@ -469,9 +577,17 @@ def _tool_call(index: int, call_id: Any, name: Any, raw: Any) -> ToolCall:
     )
 
 
-def _usage(prompt: Any, completion: Any, total: Any) -> Usage:
+def _usage(prompt: Any, completion: Any, total: Any, cached: Any = 0, written: Any = 0) -> Usage:
+    """Token counts; ``prompt`` counts every prompt token, those read from the prompt cache
+    (``cached``) and written to it (``written``) included."""
     p, c = as_int(prompt), as_int(completion)
-    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=as_int(total) or p + c)
+    return Usage(
+        prompt_tokens=p,
+        completion_tokens=c,
+        total_tokens=as_int(total) or p + c,
+        cached_tokens=as_int(cached),
+        cache_write_tokens=as_int(written),
+    )
 
 
 # Typed reads, shared with ``traffic``: a value is read only when it has the expected type.

@@ -279,7 +279,7 @@ def runs(records: Rows) -> Html:
             ", ".join(r.get("tools") or []) or "-",
             r.get("tool_errors", 0),
             r.get("requests", 0),
-            r.get("stop_reason"),
+            r.get("stop_reason") or r.get("source"),
             ", ".join(f"{kind} x{n}" for kind, n in events.items()) or "-",
             r.get("tokens", 0),
             money(r.get("cost")),

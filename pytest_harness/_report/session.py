@@ -1,6 +1,7 @@
 """The session's report: every test's harness records, as terminal tables, JSON or HTML.
 
-Agents at work (orchestrator runs, simulated conversations) become report rows here: each is
+Agents at work (orchestrator runs, the application's own tool-calling traffic, simulated
+conversations) become report rows here: each is
 a JUnit property of its test (JSON, read back by the session report), a row of a
 terminal table at the end of the session, and an entry of the JSON report (``runs``,
 ``transcripts``).
@@ -80,6 +81,47 @@ def steps(run: Any) -> list[dict[str, Any]]:
     return found + [_tool_step(call) for call in calls]
 
 
+def trajectory_property(trajectory: Any, test: str | None) -> tuple[str, str]:
+    """The application's model traffic in one test (a ``TrafficTrajectory``) as a run row
+    (``source: traffic``): tools called, requests, tokens, latency, steps, last answer."""
+    requests = trajectory.requests
+    latencies = [r.latency_s for r in requests]
+    known = None not in latencies and bool(latencies)
+    replayed = known and all(r.replayed for r in requests)
+    time = round(sum(latencies), 3) if known else None
+    data = {
+        "test": test,
+        "source": "traffic",
+        "question": None,
+        "answer": cut(requests[-1].answer.text) if requests else None,
+        "models": sorted({r.model for r in requests if r.model}),
+        "tools": trajectory.tools_called,
+        "tool_errors": sum(not call.ok for call in trajectory.tool_calls),
+        "requests": len(requests),
+        "stop_reason": None,
+        "tokens": sum(r.answer.usage.total_tokens for r in requests),
+        "cost": None,
+        "time": None if replayed else time,
+        "recorded_time": time if replayed else None,
+        "events": {},
+        "steps": _traffic_steps(trajectory),
+    }
+    return RUN_PROPERTY, json.dumps(data, sort_keys=True)
+
+
+def _traffic_steps(trajectory: Any) -> list[dict[str, Any]]:
+    """Each request's answer text (``message``; not the last one's, the answer), then the
+    tool calls it asked for, with the results sent back."""
+    found: list[dict[str, Any]] = []
+    last = len(trajectory.requests) - 1
+    for number, request in enumerate(trajectory.requests):
+        text = request.answer.text
+        if text and number != last:
+            found.append({"kind": "message", "request": request.number, "text": cut(text)})
+        found += [_tool_step(c) for c in trajectory.tool_calls if c.request == request.number]
+    return found
+
+
 def _tool_step(call: Any) -> dict[str, Any]:
     return {
         "kind": "tool",
@@ -99,7 +141,7 @@ def runs_table(records: Sequence[Mapping[str, Any]]) -> str:
             clip(", ".join(r["tools"]) or "-", REASON_WIDTH),
             r["tool_errors"],
             r["requests"],
-            r["stop_reason"],
+            r["stop_reason"] or r.get("source") or "-",
             ", ".join(f"{kind} x{n}" for kind, n in (r.get("events") or {}).items()) or "-",
             r["tokens"],
             money(r["cost"]),

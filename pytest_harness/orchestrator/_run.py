@@ -6,19 +6,21 @@ arguments, its result or error, when it ran, which request asked for it), the nu
 model requests, usage and cost summed over them, the wall time and why the run stopped.
 
 The trajectory assertions (``run.assert_called(...)``) and the table a failing one prints
-are here too, with the messages a run adds to its conversation, in OpenAI's chat form.
+are ``pytest_harness._trajectory``'s, shared with the application's traffic trajectory; the
+messages a run adds to its conversation, in OpenAI's chat form, are here.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from pytest_harness import _trajectory as trajectory
 from pytest_harness._aio import maybe_await
 from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._trajectory import Assertions
 from pytest_harness.orchestrator._pipeline import RunEvent
 from pytest_harness.orchestrator._tools import Tool, tool
 
@@ -94,7 +96,7 @@ class ToolCallRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Run:
+class Run(Assertions[ToolCallRecord]):
     """The trajectory of one orchestrator run.
 
     Attributes:
@@ -113,6 +115,11 @@ class Run:
         events: what the middleware did (retries, compactions, warnings), in order.
         question: the user message this run answered.
         responses: this run's model responses, in order (the last is ``response``).
+
+    Its trajectory assertions (``assert_called``, ``assert_not_called``,
+    ``assert_called_times``, ``assert_order``, ``assert_requests_at_most``), ``calls_of``,
+    ``tools_called`` and ``table`` are the ones ``harness.trajectory`` has too;
+    ``assert_stopped`` is a run's own.
     """
 
     output: str
@@ -128,10 +135,6 @@ class Run:
     question: str = ""
     responses: tuple[ModelResponse, ...] = field(default=(), repr=False)
 
-    def calls_of(self, name: str) -> list[ToolCallRecord]:
-        """The calls of the tool ``name``, in order."""
-        return [call for call in self.tool_calls if call.name == name]
-
     @property
     def recorded_time(self) -> float | None:
         """In replay, the seconds the model took to answer this run's requests when they were
@@ -140,154 +143,33 @@ class Run:
             return None
         return sum(r.latency_s for r in self.responses)
 
+    # What the shared trajectory assertions (``Assertions``) read besides the tool calls.
+
     @property
-    def tools_called(self) -> list[str]:
-        """The names of the tools called, in order (repeats included)."""
-        return [call.name for call in self.tool_calls]
+    def request_count(self) -> int:
+        """How many model requests this run made (``requests``)."""
+        return self.requests
 
-    # Trajectory assertions: each raises AssertionError with the trajectory as a table.
+    @property
+    def status(self) -> str:
+        return f"stop reason: {self.stop_reason}; requests: {self.requests}"
 
-    def assert_called(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None = None,
-    ) -> ToolCallRecord:
-        """``name`` was called (with arguments containing ``arguments``, or accepted by a
-        predicate); returns the first matching call."""
-        return called(self, name, arguments)
-
-    def assert_not_called(self, name: str) -> None:
-        not_called(self, name)
-
-    def assert_called_times(self, name: str, times: int) -> None:
-        called_times(self, name, times)
-
-    def assert_order(self, *names: str) -> None:
-        """The tools ``names`` were called in this order (other calls may come between)."""
-        in_order(self, names)
-
-    def assert_requests_at_most(self, limit: int) -> None:
-        requests_at_most(self, limit)
+    @property
+    def actor(self) -> str:
+        return "the run"
 
     def assert_stopped(self, reason: StopReason) -> None:
         stopped(self, reason)
-
-    def table(self) -> str:
-        """The trajectory as a table (request, tool, arguments, result or error, time)."""
-        return table(self)
-
-
-ArgumentCheck: TypeAlias = "Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None"
-_WIDTH = 60
-
-
-def called(run: Run, name: str, arguments: ArgumentCheck = None) -> ToolCallRecord:
-    """The first call of ``name`` whose arguments match; else an AssertionError."""
-    calls = run.calls_of(name)
-    for call in calls:
-        if _matches(call.arguments or {}, arguments):
-            return call
-    wanted = f"{name} to be called" + (f" with {_show(arguments)}" if arguments else "")
-    seen = f"it was called {len(calls)} time(s)" if calls else "it was never called"
-    raise AssertionError(_message(run, f"expected {wanted}; {seen}"))
-
-
-def not_called(run: Run, name: str) -> None:
-    calls = run.calls_of(name)
-    if calls:
-        raise AssertionError(
-            _message(run, f"expected {name} not to be called; it was, {len(calls)} time(s)")
-        )
-
-
-def called_times(run: Run, name: str, times: int) -> None:
-    count = len(run.calls_of(name))
-    if count != times:
-        raise AssertionError(
-            _message(run, f"expected {name} to be called {times} time(s); it was {count}")
-        )
-
-
-def in_order(run: Run, names: Sequence[str]) -> None:
-    """The tools ``names`` were called in this order (others may come between)."""
-    remaining = iter(run.tools_called)
-    if not all(any(name == seen for seen in remaining) for name in names):
-        raise AssertionError(
-            _message(
-                run,
-                f"expected the tools in the order {list(names)}; the order was {run.tools_called}",
-            )
-        )
-
-
-def requests_at_most(run: Run, limit: int) -> None:
-    if run.requests > limit:
-        raise AssertionError(
-            _message(run, f"expected at most {limit} model requests; the run made {run.requests}")
-        )
 
 
 def stopped(run: Run, reason: str) -> None:
     if run.stop_reason != reason:
         raise AssertionError(
-            _message(
+            trajectory.message(
                 run,
                 f"expected the run to stop with {reason!r}; it stopped with {run.stop_reason!r}",
             )
         )
-
-
-def _matches(actual: Mapping[str, Any], expected: ArgumentCheck) -> bool:
-    if expected is None:
-        return True
-    if callable(expected):
-        return bool(expected(actual))
-    return all(key in actual and actual[key] == value for key, value in expected.items())
-
-
-def _show(arguments: ArgumentCheck) -> str:
-    if callable(arguments):
-        return f"arguments accepted by {getattr(arguments, '__name__', 'the predicate')}"
-    return json.dumps(arguments, default=str)
-
-
-def _message(run: Run, problem: str) -> str:
-    head = f"{problem}.\nstop reason: {run.stop_reason}; requests: {run.requests}"
-    return f"{head}\n\n{table(run)}"
-
-
-def table(run: Run) -> str:
-    """The trajectory: one row per tool call (request, tool, arguments, result or error, time)
-    and per middleware event (a retry, a compaction, a warning: its kind in brackets)."""
-    from pytest_harness._report.text import tabulate
-
-    if not run.tool_calls and not run.events:
-        return "(no tool calls)"
-    rows = [
-        (event.request, 0, [event.request, f"[{event.kind}]", "", _clip(event.detail), ""])
-        for event in run.events
-    ] + [
-        (
-            call.request,
-            1,
-            [
-                call.request,
-                call.name,
-                _clip(call.raw_arguments),
-                _clip(call.result if call.ok else f"ERROR {call.error}"),
-                f"{call.seconds:.2f}s",
-            ],
-        )
-        for call in run.tool_calls
-    ]
-    rows.sort(key=lambda row: row[:2])  # stable: events of a request before its tool calls
-    headers = ["request", "tool", "arguments", "result or error", "time"]
-    return tabulate([row for _, _, row in rows], headers=headers)
-
-
-def _clip(text: str | None) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
 
 
 def assistant(response: ModelResponse) -> dict[str, Any]:

@@ -1,0 +1,443 @@
+"""Trajectories: the tool calls an agent made, asserted on and shown as one table.
+
+A trajectory is anything that satisfies ``Trajectory``: its tool calls (``CallRecord``),
+its events, how many model requests it made and a line that says where it comes from.
+Two sources satisfy it:
+
+- an orchestrator ``Run`` (``pytest_harness.orchestrator``): the harness ran the loop;
+- a ``TrafficTrajectory`` (here): the application's own model traffic in a test, as the
+  cassette saw it (recorded or replayed alike), whatever client or agent framework made it.
+  ``harness.trajectory`` builds one from the test's traffic so far.
+
+``Assertions`` gives both the same assertions (``assert_called``, ``assert_not_called``,
+``assert_called_times``, ``assert_order``, ``assert_requests_at_most``), ``calls_of``,
+``tools_called`` and ``table``: each failing assertion prints the trajectory as one table
+(request, tool, arguments, result or error, time).
+
+A traffic trajectory reads each exchange's answer (``wire.recognise``: text, tool calls) and
+each request (``_cassettes.requests``: tools offered, system prompt, messages, tool results
+sent back). A result is matched to its call by call id; without an id (Gemini), by the tool's
+name and order: the k-th result for a key in a request answers the k-th call with that key
+asked before it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+
+from pytest_harness._cassettes.requests import SentResult, read_request
+
+if TYPE_CHECKING:
+    from pytest_harness._cassettes.slot import Seen
+    from pytest_harness._response import ModelResponse
+
+ArgumentCheck: TypeAlias = "Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None"
+_WIDTH = 60
+
+
+class CallRecord(Protocol):
+    """One tool call of a trajectory, as the assertions and the table read it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> Mapping[str, Any] | None: ...
+    @property
+    def raw_arguments(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def request(self) -> int: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def seconds(self) -> float | None: ...
+
+
+class Event(Protocol):
+    """Something that happened during a trajectory besides tool calls (a middleware's)."""
+
+    @property
+    def request(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def detail(self) -> str: ...
+
+
+class Trajectory(Protocol):
+    """What the assertions and the table read: an orchestrator ``Run`` or a traffic one."""
+
+    @property
+    def tool_calls(self) -> Sequence[CallRecord]: ...
+    @property
+    def events(self) -> Sequence[Event]: ...
+    @property
+    def request_count(self) -> int:
+        """How many model requests it made."""
+
+    @property
+    def status(self) -> str:
+        """The line a failed assertion prints under its problem."""
+
+    @property
+    def actor(self) -> str:
+        """Who made the requests, in a sentence (``the run``, ``the application``)."""
+
+
+C = TypeVar("C", bound=CallRecord)
+
+
+class Assertions(Generic[C]):
+    """The trajectory assertions, shared by ``Run`` and ``TrafficTrajectory``.
+
+    Each raises ``AssertionError`` with the trajectory as a table.
+    """
+
+    __slots__ = ()
+    tool_calls: Sequence[C]
+
+    def calls_of(self, name: str) -> list[C]:
+        """The calls of the tool ``name``, in order."""
+        return [call for call in self.tool_calls if call.name == name]
+
+    @property
+    def tools_called(self) -> list[str]:
+        """The names of the tools called, in order (repeats included)."""
+        return [call.name for call in self.tool_calls]
+
+    def assert_called(self, name: str, arguments: ArgumentCheck = None) -> C:
+        """``name`` was called (with arguments containing ``arguments``, or accepted by a
+        predicate); returns the first matching call."""
+        return called(self._trajectory(), name, arguments)  # type: ignore[return-value]
+
+    def assert_not_called(self, name: str) -> None:
+        not_called(self._trajectory(), name)
+
+    def assert_called_times(self, name: str, times: int) -> None:
+        called_times(self._trajectory(), name, times)
+
+    def assert_order(self, *names: str) -> None:
+        """The tools ``names`` were called in this order (other calls may come between)."""
+        in_order(self._trajectory(), names)
+
+    def assert_requests_at_most(self, limit: int) -> None:
+        requests_at_most(self._trajectory(), limit)
+
+    def table(self) -> str:
+        """The trajectory as a table (request, tool, arguments, result or error, time)."""
+        return table(self._trajectory())
+
+    def _trajectory(self) -> Trajectory:
+        return self  # type: ignore[return-value]  # each subclass satisfies Trajectory
+
+
+def called(trajectory: Trajectory, name: str, arguments: ArgumentCheck = None) -> CallRecord:
+    """The first call of ``name`` whose arguments match; else an AssertionError."""
+    calls = [call for call in trajectory.tool_calls if call.name == name]
+    for call in calls:
+        if _matches(call.arguments or {}, arguments):
+            return call
+    wanted = f"{name} to be called" + (f" with {_show(arguments)}" if arguments else "")
+    seen = f"it was called {len(calls)} time(s)" if calls else "it was never called"
+    raise AssertionError(message(trajectory, f"expected {wanted}; {seen}"))
+
+
+def not_called(trajectory: Trajectory, name: str) -> None:
+    count = _count(trajectory, name)
+    if count:
+        raise AssertionError(
+            message(trajectory, f"expected {name} not to be called; it was, {count} time(s)")
+        )
+
+
+def called_times(trajectory: Trajectory, name: str, times: int) -> None:
+    count = _count(trajectory, name)
+    if count != times:
+        raise AssertionError(
+            message(trajectory, f"expected {name} to be called {times} time(s); it was {count}")
+        )
+
+
+def in_order(trajectory: Trajectory, names: Sequence[str]) -> None:
+    """The tools ``names`` were called in this order (others may come between)."""
+    order = [call.name for call in trajectory.tool_calls]
+    remaining = iter(order)
+    if not all(any(name == seen for seen in remaining) for name in names):
+        raise AssertionError(
+            message(
+                trajectory,
+                f"expected the tools in the order {list(names)}; the order was {order}",
+            )
+        )
+
+
+def requests_at_most(trajectory: Trajectory, limit: int) -> None:
+    count = trajectory.request_count
+    if count > limit:
+        problem = f"expected at most {limit} model requests; {trajectory.actor} made {count}"
+        raise AssertionError(message(trajectory, problem))
+
+
+def message(trajectory: Trajectory, problem: str) -> str:
+    """A failed assertion's message: the problem, the trajectory's status, its table."""
+    return f"{problem}.\n{trajectory.status}\n\n{table(trajectory)}"
+
+
+def _count(trajectory: Trajectory, name: str) -> int:
+    return sum(call.name == name for call in trajectory.tool_calls)
+
+
+def _matches(actual: Mapping[str, Any], expected: ArgumentCheck) -> bool:
+    if expected is None:
+        return True
+    if callable(expected):
+        return bool(expected(actual))
+    return all(key in actual and actual[key] == value for key, value in expected.items())
+
+
+def _show(arguments: ArgumentCheck) -> str:
+    if callable(arguments):
+        return f"arguments accepted by {getattr(arguments, '__name__', 'the predicate')}"
+    return json.dumps(arguments, default=str)
+
+
+def table(trajectory: Trajectory) -> str:
+    """The trajectory: one row per tool call (request, tool, arguments, result or error, time)
+    and per event (a retry, a compaction, a warning: its kind in brackets)."""
+    from pytest_harness._report.text import tabulate
+
+    if not trajectory.tool_calls and not trajectory.events:
+        return "(no tool calls)"
+    rows = [
+        (event.request, 0, [event.request, f"[{event.kind}]", "", _clip(event.detail), ""])
+        for event in trajectory.events
+    ] + [
+        (
+            call.request,
+            1,
+            [
+                call.request,
+                call.name,
+                _clip(call.raw_arguments),
+                _clip(_outcome(call)),
+                "" if call.seconds is None else f"{call.seconds:.2f}s",
+            ],
+        )
+        for call in trajectory.tool_calls
+    ]
+    rows.sort(key=lambda row: row[:2])  # stable: events of a request before its tool calls
+    headers = ["request", "tool", "arguments", "result or error", "time"]
+    return tabulate([row for _, _, row in rows], headers=headers)
+
+
+def _outcome(call: CallRecord) -> str | None:
+    if not call.ok:
+        return f"ERROR {call.error}"
+    return "(no result sent)" if call.result is None else call.result
+
+
+def _clip(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
+
+
+# The application's own traffic as a trajectory.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficCall:
+    """A tool call the model asked the application for, and the result the application sent.
+
+    Attributes:
+        id: the provider's call id (made up as ``call_<n>`` when the provider gave none).
+        name: the tool's name as the model gave it.
+        arguments: the arguments parsed from JSON, or None when they did not parse.
+        raw_arguments: the arguments exactly as the model sent them.
+        result: the text the application sent back in a later request, or None when it
+            sent none (yet).
+        error: the result, when the application marked it as an error (Anthropic's
+            ``is_error``), else None.
+        request: which request of the test's traffic (1 for the first) got it as an answer.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | None
+    raw_arguments: str = field(repr=False)
+    result: str | None
+    error: str | None = None
+    request: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether the application did not mark the result as an error."""
+        return self.error is None
+
+    @property
+    def seconds(self) -> None:
+        """The traffic does not say how long a tool ran."""
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    """One model request of the application's, and its answer.
+
+    Attributes:
+        number: its place in the test's traffic (1 for the first).
+        endpoint: the URL it went to, without its query.
+        api: ``openai.chat``, ``openai.responses``, ``anthropic.messages`` or
+            ``gemini.generate``.
+        model: the model that answered (or was asked for), or "".
+        messages: how many messages (input items, contents) it sent.
+        tools: the names of the tools it offered.
+        system: its system prompt (instructions) as text, "" when none.
+        results: the tool results it sent back.
+        answer: what the model answered.
+        streamed: the answer came as a stream.
+        replayed: the answer came from the cassette.
+        latency_s: the exchange's latency (as recorded, in replay), or None when unknown.
+    """
+
+    number: int
+    endpoint: str
+    api: str
+    model: str
+    messages: int
+    tools: tuple[str, ...]
+    system: str
+    results: tuple[SentResult, ...] = field(repr=False)
+    answer: ModelResponse = field(repr=False)
+    streamed: bool = False
+    replayed: bool = False
+    latency_s: float | None = None
+
+    @property
+    def tool_calls(self) -> list[str]:
+        """The names of the tools the answer called."""
+        return [call.name for call in self.answer.tool_calls]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficTrajectory(Assertions[TrafficCall]):
+    """The application's model traffic in a test, as a trajectory (``harness.trajectory``).
+
+    Attributes:
+        requests: each model request, in the order their answers arrived.
+        tool_calls: every tool call the answers asked for, in order, each with the result
+            the application sent back.
+        narrowed: how ``filter`` narrowed it ("" when it holds all of the test's traffic).
+    """
+
+    requests: tuple[ModelRequest, ...] = ()
+    tool_calls: tuple[TrafficCall, ...] = ()
+    narrowed: str = ""
+
+    @property
+    def events(self) -> tuple[()]:
+        return ()
+
+    @property
+    def request_count(self) -> int:
+        return len(self.requests)
+
+    @property
+    def status(self) -> str:
+        shown = f" ({self.narrowed})" if self.narrowed else ""
+        return f"the application's model traffic{shown}: {len(self.requests)} request(s)"
+
+    @property
+    def actor(self) -> str:
+        return "the application"
+
+    def filter(
+        self,
+        *,
+        model: str | None = None,
+        endpoint: str | None = None,
+        system: str | None = None,
+    ) -> TrafficTrajectory:
+        """The trajectory of some of the requests only (one agent's, in a test with several).
+
+        Args:
+            model: keep the requests answered by (or asking for) this model.
+            endpoint: keep the requests whose URL contains this text (``/responses``, a host).
+            system: keep the requests whose system prompt contains this text.
+        """
+        wanted = {"model": model, "endpoint": endpoint, "system": system}
+        chosen = {key: value for key, value in wanted.items() if value is not None}
+        kept = [r for r in self.requests if _keeps(r, chosen)]
+        said = ", ".join(f"{key} {value!r}" for key, value in chosen.items())
+        narrowed = "; ".join(text for text in (self.narrowed, said) if text)
+        return build(kept, narrowed=narrowed)
+
+
+def _keeps(request: ModelRequest, chosen: Mapping[str, str]) -> bool:
+    return (
+        chosen.get("model", request.model) == request.model
+        and chosen.get("endpoint", "") in request.endpoint
+        and chosen.get("system", "") in request.system
+    )
+
+
+def from_traffic(exchanges: Sequence[Seen]) -> TrafficTrajectory:
+    """The trajectory of the application's exchanges (``TrafficWatch.exchanges``), in order."""
+    return build([_request(number, seen) for number, seen in enumerate(exchanges, 1)])
+
+
+def _request(number: int, seen: Seen) -> ModelRequest:
+    found = seen.found
+    asked = read_request(found.api, seen.request)
+    return ModelRequest(
+        number=number,
+        endpoint=seen.uri.partition("?")[0],  # a query may hold a key (Gemini's ?key=)
+        api=found.api,
+        model=found.model,
+        messages=asked.messages,
+        tools=asked.tools,
+        system=asked.system,
+        results=asked.results,
+        answer=found.response,
+        streamed=found.streamed,
+        replayed=seen.replayed,
+        latency_s=seen.latency_s,
+    )
+
+
+def build(requests: Sequence[ModelRequest], *, narrowed: str = "") -> TrafficTrajectory:
+    """The trajectory of ``requests``: their answers' tool calls with the results sent back."""
+    asked = [(r.number, call) for r in requests for call in r.answer.tool_calls]
+    sent: dict[int, SentResult] = {}  # index in ``asked`` -> its result
+    for request in requests:
+        earlier = [i for i, (number, _) in enumerate(asked) if number < request.number]
+        seen: Counter[tuple[str, str]] = Counter()
+        for result in request.results:
+            key = ("id", result.call_id) if result.call_id else ("name", result.name)
+            seen[key] += 1
+            same = [i for i in earlier if _key(asked[i][1], key[0]) == key]
+            if len(same) >= seen[key] and same[seen[key] - 1] not in sent:
+                sent[same[seen[key] - 1]] = result
+    calls = tuple(
+        TrafficCall(
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            raw_arguments=call.raw_arguments,
+            result=sent[i].text if i in sent else None,
+            error=sent[i].text if i in sent and sent[i].error else None,
+            request=number,
+        )
+        for i, (number, call) in enumerate(asked)
+    )
+    return TrafficTrajectory(requests=tuple(requests), tool_calls=calls, narrowed=narrowed)
+
+
+def _key(call: Any, by: str) -> tuple[str, str]:
+    return (by, call.id if by == "id" else call.name)

@@ -1,0 +1,601 @@
+"""Every wire format read completely (issue 27, item 4): cached prompt tokens priced at
+litellm's cache prices, every Responses tool-call item, background Responses, refusals and
+blocked prompts, zstd and brotli bodies, one wording, one miss summary.
+
+Bodies are literal provider bodies, as the APIs document and send them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_harness import _model
+from pytest_harness._cassettes import matching, store
+from pytest_harness._cassettes.wire import recognise, request_api
+from pytest_harness._response import ModelResponse, Usage
+from pytest_harness._scope import Scope
+from pytest_harness._watch import Spend
+from pytest_harness.testing import LoopbackServer, Reply
+
+pytestmark = pytest.mark.harness(cassette=False)
+
+JSON = {"Content-Type": ["application/json"]}
+SSE = {"Content-Type": ["text/event-stream"]}
+CHAT = "https://api.openai.com/v1/chat/completions"
+RESPONSES = "https://api.openai.com/v1/responses"
+ANTHROPIC = "https://api.anthropic.com/v1/messages"
+GEMINI = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
+
+
+def read(uri: str, body: Any, headers: dict[str, Any] = JSON) -> ModelResponse:
+    text = body if isinstance(body, str) else json.dumps(body)
+    found = recognise(uri, None, 200, headers, text.encode())
+    assert found is not None
+    return found.response
+
+
+def failure(response: ModelResponse, mode: str = "fail") -> str | None:
+    error = _model.problem(response, within=Scope(degenerate=mode))  # type: ignore[arg-type]
+    return None if error is None else str(error)
+
+
+# Cached and cache-write prompt tokens.
+
+ANTHROPIC_CACHED = {
+    "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5-20250929",
+    "content": [{"type": "text", "text": "The contract says 30 days."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {
+        "input_tokens": 50,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 100000,
+        "output_tokens": 12,
+    },
+}
+CHAT_CACHED = {
+    "id": "chatcmpl-C1",
+    "object": "chat.completion",
+    "created": 1741569952,
+    "model": "gpt-4o-2024-08-06",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Thirty days.", "refusal": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {
+        "prompt_tokens": 100050,
+        "completion_tokens": 3,
+        "total_tokens": 100053,
+        "prompt_tokens_details": {"cached_tokens": 100000, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    },
+}
+RESPONSE = {
+    "id": "resp_67ccd3a9da748190",
+    "object": "response",
+    "created_at": 1741476777,
+    "status": "completed",
+    "background": False,
+    "error": None,
+    "incomplete_details": None,
+    "model": "gpt-4o-2024-08-06",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_67ccd3acc8d48190",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Thirty days.", "annotations": []}],
+        }
+    ],
+    "usage": {
+        "input_tokens": 100050,
+        "input_tokens_details": {"cached_tokens": 100000},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 100053,
+    },
+}
+GEMINI_CACHED = {
+    "candidates": [
+        {
+            "content": {"parts": [{"text": "Thirty days."}], "role": "model"},
+            "finishReason": "STOP",
+            "index": 0,
+        }
+    ],
+    "usageMetadata": {
+        "promptTokenCount": 100050,
+        "candidatesTokenCount": 3,
+        "totalTokenCount": 100053,
+        "cachedContentTokenCount": 100000,
+    },
+    "modelVersion": "gemini-2.5-flash",
+    "responseId": "mAitaLmkHPPlz7IPvtfUqQ4",
+}
+
+
+def litellm_price(key: str, *, fresh: int, read: int, written: int, out: int) -> float:
+    """The cost by litellm's own per-token prices for ``key`` in its model cost map."""
+    prices = _model.lib().model_cost[key]
+    assert prices["cache_read_input_token_cost"] < prices["input_cost_per_token"]
+    return (
+        fresh * prices["input_cost_per_token"]
+        + read * prices["cache_read_input_token_cost"]
+        + written * prices.get("cache_creation_input_token_cost", 0.0)
+        + out * prices["output_cost_per_token"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("uri", "body", "provider", "key"),
+    [
+        (ANTHROPIC, ANTHROPIC_CACHED, "anthropic", "claude-sonnet-4-5-20250929"),
+        (CHAT, CHAT_CACHED, "openai", "gpt-4o-2024-08-06"),
+        (RESPONSES, RESPONSE, "openai", "gpt-4o-2024-08-06"),
+        (f"{GEMINI}:generateContent", GEMINI_CACHED, "gemini", "gemini/gemini-2.5-flash"),
+    ],
+    ids=["anthropic", "chat", "responses", "gemini"],
+)
+def test_cache_read_tokens_are_priced_at_litellms_cache_read_price(
+    uri: str, body: dict[str, Any], provider: str, key: str
+) -> None:
+    found = recognise(uri, None, 200, JSON, json.dumps(body).encode())
+    assert found is not None
+    usage = found.response.usage
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.cache_write_tokens) == (
+        100050,
+        100000,
+        0,
+    )
+    spend = Spend()
+    spend.add(found.model, usage, provider=provider)
+    out = usage.completion_tokens
+    expected = litellm_price(key, fresh=50, read=100000, written=0, out=out)
+    assert spend.price() == pytest.approx(expected)
+    full = litellm_price(key, fresh=100050, read=0, written=0, out=out)
+    assert spend.cost is not None
+    assert spend.cost < full * 0.75  # not the full input rate
+    record = spend.record("t")
+    assert (record["cached_tokens"], record["cache_write_tokens"]) == (100000, 0)
+
+
+def test_anthropic_cache_writes_have_their_own_price() -> None:
+    usage = {**ANTHROPIC_CACHED["usage"], "cache_creation_input_tokens": 2000}  # type: ignore[dict-item]
+    response = read(ANTHROPIC, {**ANTHROPIC_CACHED, "usage": usage})
+    assert (response.usage.cached_tokens, response.usage.cache_write_tokens) == (100000, 2000)
+    assert response.usage.prompt_tokens == 50 + 100000 + 2000
+    cost = _model.price("claude-sonnet-4-5-20250929", response.usage, "anthropic")
+    key = "claude-sonnet-4-5-20250929"
+    assert cost == pytest.approx(litellm_price(key, fresh=50, read=100000, written=2000, out=12))
+
+
+def test_usages_add_their_cache_figures_and_compare_by_all_of_them() -> None:
+    a = Usage(prompt_tokens=10, completion_tokens=1, total_tokens=11, cached_tokens=8)
+    b = Usage(prompt_tokens=5, completion_tokens=2, total_tokens=7, cache_write_tokens=4)
+    assert a + b == Usage(
+        prompt_tokens=15,
+        completion_tokens=3,
+        total_tokens=18,
+        cached_tokens=8,
+        cache_write_tokens=4,
+    )
+    assert a != Usage(prompt_tokens=10, completion_tokens=1, total_tokens=11)
+
+
+# Every kind of Responses tool call.
+
+TOOL_ITEMS = [
+    (
+        {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "run_sql",
+         "input": "SELECT 1"},
+        "run_sql",
+        "SELECT 1",
+    ),
+    (
+        {"type": "computer_call", "id": "cu_1", "call_id": "call_2", "status": "completed",
+         "action": {"type": "click", "button": "left", "x": 156, "y": 50},
+         "pending_safety_checks": []},
+        "computer_call",
+        '{"type": "click", "button": "left", "x": 156, "y": 50}',
+    ),
+    (
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "weather paris"}},
+        "web_search_call",
+        '{"type": "search", "query": "weather paris"}',
+    ),
+    (
+        {"type": "file_search_call", "id": "fs_1", "status": "completed",
+         "queries": ["refund policy"], "results": None},
+        "file_search_call",
+        '{"queries": ["refund policy"]}',
+    ),
+    (
+        {"type": "code_interpreter_call", "id": "ci_1", "status": "completed",
+         "code": "print(2 + 2)", "container_id": "cntr_1", "outputs": None},
+        "code_interpreter_call",
+        '{"code": "print(2 + 2)", "container_id": "cntr_1"}',
+    ),
+    (
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "deepwiki", "name": "ask_question",
+         "arguments": '{"question":"What is MCP?"}', "output": "MCP is...", "error": None},
+        "ask_question",
+        '{"question":"What is MCP?"}',
+    ),
+    (
+        {"type": "image_generation_call", "id": "ig_1", "status": "completed",
+         "result": "iVBORw0KGgo="},
+        "image_generation_call",
+        "{}",
+    ),
+    (
+        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_3", "status": "completed",
+         "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}},
+        "local_shell_call",
+        '{"type": "exec", "command": ["ls", "-la"], "env": {}}',
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("item", "name", "arguments"), TOOL_ITEMS, ids=lambda v: str(v)[:20])
+def test_every_responses_tool_call_item_is_a_tool_call(
+    item: dict[str, Any], name: str, arguments: str
+) -> None:
+    body = {**RESPONSE, "output": [item]}
+    for response in (read(RESPONSES, body), read(RESPONSES, stream_of(body), SSE)):
+        (call,) = response.tool_calls
+        assert (call.name, call.raw_arguments) == (name, arguments)
+        assert failure(response) is None
+
+
+def stream_of(response: dict[str, Any]) -> str:
+    """The SSE stream of a Responses reply: created, each item done, completed."""
+    created = {**response, "status": "in_progress", "output": []}
+    events = [("response.created", {"type": "response.created", "response": created})]
+    for index, item in enumerate(response["output"]):
+        done = {"type": "response.output_item.done", "output_index": index, "item": item}
+        events.append(("response.output_item.done", done))
+    events.append(("response.completed", {"type": "response.completed", "response": response}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+# Background responses: polled until they finish.
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress"])
+def test_a_background_response_not_finished_is_no_call(status: str) -> None:
+    body = {**RESPONSE, "status": status, "background": True, "output": [], "usage": None}
+    assert recognise(f"{RESPONSES}/resp_1", None, 200, JSON, json.dumps(body).encode()) is None
+
+
+def test_a_finished_background_response_is_the_call() -> None:
+    response = read(f"{RESPONSES}/resp_1", {**RESPONSE, "background": True})
+    assert (response.content, response.interrupted, response.finish_reason) == (
+        "Thirty days.",
+        False,
+        "stop",
+    )
+
+
+# Refusals and blocked prompts.
+
+GEMINI_BLOCKED = {
+    "promptFeedback": {
+        "blockReason": "PROHIBITED_CONTENT",
+        "safetyRatings": [],
+    },
+    "usageMetadata": {"promptTokenCount": 8, "totalTokenCount": 8},
+    "modelVersion": "gemini-2.5-flash",
+}
+REFUSALS = [
+    pytest.param(
+        ANTHROPIC,
+        {**ANTHROPIC_CACHED, "content": [], "stop_reason": "refusal"},
+        "stop_reason: refusal",
+        id="anthropic",
+    ),
+    pytest.param(
+        CHAT,
+        {
+            **CHAT_CACHED,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "refusal": "I'm sorry, I can't help with that.",
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+        },
+        "I'm sorry, I can't help with that.",
+        id="chat",
+    ),
+    pytest.param(
+        RESPONSES,
+        {
+            **RESPONSE,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "refusal", "refusal": "I can't assist with that."}],
+                }
+            ],
+        },
+        "I can't assist with that.",
+        id="responses",
+    ),
+    pytest.param(
+        f"{GEMINI}:generateContent",
+        GEMINI_BLOCKED,
+        "promptFeedback.blockReason: PROHIBITED_CONTENT",
+        id="gemini-blocked-prompt",
+    ),
+    pytest.param(
+        f"{GEMINI}:generateContent",
+        {**GEMINI_CACHED, "candidates": [{"finishReason": "SAFETY", "index": 0}]},
+        "finishReason: SAFETY",
+        id="gemini-safety",
+    ),
+]
+
+
+@pytest.mark.parametrize(("uri", "body", "reason"), REFUSALS)
+def test_a_refusal_or_block_fails_naming_its_reason(
+    uri: str, body: dict[str, Any], reason: str
+) -> None:
+    response = read(uri, body)
+    assert response.refusal == reason
+    message = failure(response)
+    assert message is not None
+    assert "returned a refusal or a block instead of an answer" in message
+    assert reason in message
+    assert failure(response, "warn") is not None
+    assert failure(response, "off") is None
+
+
+def test_a_refusal_streamed_in_chat_deltas_is_read() -> None:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        data = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [choice],
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    body = "".join(
+        [
+            chunk({"role": "assistant", "refusal": ""}),
+            chunk({"refusal": "I can't "}),
+            chunk({"refusal": "help."}),
+            chunk({}, "stop"),
+            "data: [DONE]\n\n",
+        ]
+    )
+    assert read(CHAT, body, SSE).refusal == "I can't help."
+
+
+def test_a_blocked_gemini_prompt_is_counted_streamed_too() -> None:
+    found = recognise(
+        f"{GEMINI}:streamGenerateContent", None, 200, JSON, json.dumps([GEMINI_BLOCKED]).encode()
+    )
+    assert found is not None
+    assert found.streamed
+    assert (found.response.interrupted, found.response.usage.prompt_tokens) == (False, 8)
+    assert found.response.refusal == "promptFeedback.blockReason: PROHIBITED_CONTENT"
+
+
+# One wording for reasoning-only replies.
+
+
+@pytest.mark.parametrize(
+    ("uri", "body"),
+    [
+        (
+            ANTHROPIC,
+            {**ANTHROPIC_CACHED,
+             "content": [{"type": "thinking", "thinking": "Hmm.", "signature": "x"}]},
+        ),
+        (
+            f"{GEMINI}:generateContent",
+            {**GEMINI_CACHED, "candidates": [
+                {"content": {"parts": [{"text": "Hmm.", "thought": True}], "role": "model"},
+                 "finishReason": "STOP"}]},
+        ),
+        (
+            RESPONSES,
+            {**RESPONSE, "output": [
+                {"type": "reasoning", "id": "rs_1",
+                 "summary": [{"type": "summary_text", "text": "Hmm."}]}]},
+        ),
+    ],
+    ids=["anthropic", "gemini", "responses"],
+)  # fmt: skip
+def test_reasoning_only_replies_are_worded_alike(uri: str, body: dict[str, Any]) -> None:
+    message = failure(read(uri, body))
+    assert message is not None
+    assert "returned a degenerate response (no visible text, only reasoning)" in message
+    assert "think blocks" not in message
+
+
+# zstd and brotli bodies.
+
+
+def compressed(encoding: str, body: bytes) -> dict[str, Any]:
+    return {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {
+            "Content-Type": ["application/json"],
+            "Content-Encoding": [encoding],
+            "Content-Length": ["0"],
+        },
+        "body": {"string": body},
+    }
+
+
+def zstd(data: bytes) -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return bytes(zstandard.ZstdCompressor().compress(data))
+
+
+def brotli(data: bytes) -> bytes:
+    return bytes(pytest.importorskip("brotli").compress(data))
+
+
+@pytest.mark.parametrize(
+    ("encoding", "pack"), [("zstd", zstd), ("br", brotli), ("gzip", gzip.compress)]
+)
+def test_compressed_bodies_are_decoded_as_gzip_is(encoding: str, pack: Any) -> None:
+    plain = json.dumps(CHAT_CACHED).encode()
+    decoded = store._decoded(compressed(encoding, pack(plain)))
+    assert decoded["body"]["string"] == plain
+    headers = {name.lower(): values for name, values in decoded["headers"].items()}
+    assert headers == {"content-type": ["application/json"], "content-length": [str(len(plain))]}
+
+
+def test_a_zstd_body_stays_as_it_came_without_a_zstd_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = zstd(json.dumps(CHAT_CACHED).encode())
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard raises ImportError
+    monkeypatch.setitem(sys.modules, "compression.zstd", None)
+    store._zstd_decompressor.cache_clear()
+    try:
+        response = compressed("zstd", body)
+        assert store._decoded(response) is response
+    finally:
+        store._zstd_decompressor.cache_clear()
+
+
+def test_a_cut_zstd_body_stays_as_it_came() -> None:
+    response = compressed("zstd", zstd(json.dumps(CHAT_CACHED).encode())[:-4])
+    assert store._decoded(response) is response
+
+
+# One miss summary for every format.
+
+USER = "What is the refund window?"
+REQUESTS = [
+    (CHAT, {"model": "gpt-4o", "messages": [{"role": "user", "content": USER}]}),
+    (
+        ANTHROPIC,
+        {"model": "claude-sonnet-4-5", "max_tokens": 64,
+         "messages": [{"role": "user", "content": [{"type": "text", "text": USER}]}]},
+    ),
+    (RESPONSES, {"model": "gpt-4o", "input": [{"role": "user", "content": USER}]}),
+    (RESPONSES, {"model": "gpt-4o", "input": USER}),
+    (
+        f"{GEMINI}:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": USER}]}]},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("uri", "body"), REQUESTS, ids=["chat", "anthropic", "resp", "text", "gem"]
+)
+def test_a_miss_summary_shows_model_and_user_lines_for_every_format(
+    uri: str, body: dict[str, Any]
+) -> None:
+    key = matching.request_key("POST", uri, json.dumps(body).encode(), ())
+    lines = matching.describe(key).splitlines()
+    model = body.get("model", "gemini-2.5-flash")
+    assert lines[1:] == [f"model: {model}", f"user: {USER}"]
+
+
+def test_request_api_goes_by_url_then_by_body() -> None:
+    assert request_api("http://127.0.0.1:9/v1/responses", None) == "openai.responses"
+    assert request_api("http://127.0.0.1:9/proxy", b'{"contents": []}') == "gemini.generate"
+    assert request_api("http://127.0.0.1:9/v1/embeddings", b'{"input": "x"}') is not None
+    assert request_api("http://127.0.0.1:9/v1/models", None) is None
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["type", "name", "input", "action", "arguments", "call_id", "id"]),
+            st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers())),
+        ),
+        max_size=4,
+    ),
+    st.sampled_from(["completed", "queued", "in_progress", "failed", "", 5]),
+)
+def test_any_responses_output_items_never_raise(items: list[Any], status: Any) -> None:
+    body = json.dumps({**RESPONSE, "output": items, "status": status}).encode()
+    found = recognise(RESPONSES, None, 200, JSON, body)
+    if found is not None:
+        assert all(isinstance(call.raw_arguments, str) for call in found.response.tool_calls)
+
+
+# End to end: an application's zstd reply and refusal, recorded then replayed.
+
+APP = """
+import httpx, pytest
+from conftest import URL
+
+def ask(text):
+    reply = httpx.post(f"{URL}/chat/completions", headers={"Accept-Encoding": "zstd"},
+                       json={"model": "gpt-4o", "messages": [{"role": "user", "content": text}]})
+    return reply.json()["choices"][0]["message"]
+
+@pytest.mark.harness
+def test_zstd():
+    assert ask("zstd")["content"] == "Thirty days."
+
+@pytest.mark.harness
+def test_refused():
+    assert ask("refuse")["content"] is None
+"""
+
+
+def test_an_application_zstd_reply_is_stored_readable_and_a_refusal_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    refusal = {**CHAT_CACHED, "choices": [REFUSALS[1].values[1]["choices"][0]]}  # type: ignore[index]
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["content"] == "zstd":
+            packed = zstd(json.dumps(CHAT_CACHED).encode())
+            return Reply(raw=packed, headers={"Content-Encoding": "zstd"})
+        return Reply(raw=json.dumps(refusal))
+
+    with LoopbackServer(answer) as server:
+        pytester.makeini("[pytest]\nharness_record_failed = true\n")
+        pytester.makeconftest(f"URL = {server.url!r}\n")
+        pytester.makepyfile(test_app=APP)
+        args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=out.xml")
+        recorded = pytester.runpytest(*args, "--harness-live")
+    replayed = pytester.runpytest(*args)
+    for result in (recorded, replayed):
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines(
+            ["*returned a refusal or a block instead of an answer*test_refused*",
+             "*refusal: *I'm sorry, I can't help with that.*"]
+        )  # fmt: skip
+    stored = json.loads((pytester.path / "cassettes/test_app/test_zstd.yaml").read_text())
+    (interaction,) = stored["interactions"]
+    assert interaction["response"]["body"]["json"]["usage"]["prompt_tokens"] == 100050
+    junit = (pytester.path / "out.xml").read_text()
+    assert "&quot;cached_tokens&quot;: 100000" in junit

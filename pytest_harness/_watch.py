@@ -286,7 +286,7 @@ class TrafficWatch:
         problems: bad responses the application received, under ``fail``.
         warnings: bad responses the application received, under ``warn``, not warned yet.
         calls: the application's first ``MAX_CALLS`` model calls (``exchange``), for the
-            report; ``called`` counts them all.
+            report (``exchanges`` holds them all).
         exchanges: every model response the application received, in order (its trajectory
             is read from them: ``harness.trajectory``).
     """
@@ -300,7 +300,6 @@ class TrafficWatch:
     problems: list[InvalidResponse] = field(default_factory=list)
     warnings: list[InvalidResponse] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
-    called: int = 0
     exchanges: list[Seen] = field(default_factory=list)
     _reported: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -348,9 +347,8 @@ class TrafficWatch:
     def _keep(self, seen: Seen, problem: str | None) -> None:
         """Count an application call; keep its account while fewer than ``MAX_CALLS`` are."""
         with self._lock:  # SDKs call from threads: each call its own number
-            self.called += 1
-            number = self.called
             self.exchanges.append(seen)
+            number = len(self.exchanges)
         if number <= MAX_CALLS:
             self.calls.append(exchange(seen, number, problem))
 
@@ -408,7 +406,7 @@ class TrafficWatch:
         if not self.spend.calls:
             return []
         found = junit_properties(self.spend.record(self.test, priced=self.price))
-        if self.called:
+        if self.exchanges:
             calls = sorted(self.calls, key=lambda call: call["call"])
-            found.append(calls_property(self.test, calls, self.called))
+            found.append(calls_property(self.test, calls, len(self.exchanges)))
         return found

@@ -18,23 +18,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_cassettes import CONFTEST
 
 from pytest_harness._cassettes import files, steady
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec, completion_body
-
-CONFTEST = """
-import pytest
-from pytest_harness import complete
-
-URL = "{url}"
-
-@pytest.fixture
-def ask():
-    def ask(prompt="hi", **params):
-        return complete(prompt, model="openai/loopback", api_base=URL,
-                        api_key="loopback-not-a-secret", **params)
-    return ask
-"""
 
 TWO_CALLS = """
 def test_two(ask):

@@ -112,13 +112,8 @@ def _run_detail(record: Mapping[str, Any]) -> Html:
     errors = record.get("errors") or []
     if errors:
         items = [
-            element(
-                "li",
-                element("b", e.get("agent")),
-                ": ",
-                folded(e.get("error")),
-                class_="judge-error",
-                data_judge=e.get("agent"),
+            _labelled(
+                e.get("agent"), e.get("error"), class_="judge-error", data_judge=e.get("agent")
             )
             for e in errors
         ]
@@ -261,6 +256,11 @@ def usage(rows: Rows) -> Html:
     )
 
 
+def _labelled(who: Any, text: Any, **attributes: Any) -> Html:
+    """A list item: who (bold), then what they said or what went wrong, folded when long."""
+    return element("li", element("b", who), ": ", folded(text), **attributes)
+
+
 def _vote_word(passed: bool | None) -> str:
     return "none" if passed is None else ("pass" if passed else "fail")
 
@@ -391,14 +391,7 @@ def _app_call(call: Mapping[str, Any]) -> Html:
     said = " · ".join(str(part) for part in head if part)
     summary = element("summary", f"{call.get('call')}. {said}")
     sent = [
-        element(
-            "li",
-            element("b", m.get("role")),
-            ": ",
-            folded(m.get("content")),
-            class_="message",
-            data_role=m.get("role"),
-        )
+        _labelled(m.get("role"), m.get("content"), class_="message", data_role=m.get("role"))
         for m in call.get("request") or []
     ]
     parts = [summary, element("ol", *sent, class_="messages")]
@@ -438,11 +431,9 @@ def transcripts(records: Rows) -> Html:
             folded(r.get("reason")),
         )
         said = [
-            element(
-                "li",
-                element("b", turn.get("role")),
-                ": ",
-                folded(_plain(turn.get("content"))),
+            _labelled(
+                turn.get("role"),
+                _plain(turn.get("content")),
                 class_="turn",
                 data_role=turn.get("role"),
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,6 @@ from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal import Tribunal, Verdict, assert_verdict, get_verdict
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.slot import Seen
     from pytest_harness._trajectory import TrafficTrajectory
     from pytest_harness.calibration import Calibration
     from pytest_harness.orchestrator import Orchestrator, Run
@@ -36,7 +35,7 @@ class Harness:
         test_id: str | None = None,
         *,
         folder: Path | None = None,
-        traffic: Callable[[], Sequence[Seen]] | None = None,
+        traffic: Callable[[], TrafficTrajectory] | None = None,
     ) -> None:
         self.test_id = test_id
         self.folder = folder
@@ -62,9 +61,11 @@ class Harness:
 
         Built anew on each access.
         """
-        from pytest_harness._trajectory import from_traffic
+        if self._traffic is not None:
+            return self._traffic()
+        from pytest_harness._trajectory import TrafficTrajectory
 
-        return from_traffic(self._traffic() if self._traffic is not None else ())
+        return TrafficTrajectory()
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

@@ -16,7 +16,7 @@ What the test's features report as they finish becomes its report rows here too
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -31,7 +31,7 @@ from pytest_harness import _settings as settings_
 from pytest_harness._cassettes.matching import split_host
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction
-from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, Seen, cassette_path
+from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_path
 from pytest_harness._local import route
 from pytest_harness._watch import TrafficWatch
 from pytest_harness.errors import (
@@ -212,6 +212,7 @@ class ItemRun:
         if test.cassette is not False:
             run.slot = _slot(item, session, test, run_id, run.guard)
             run.slot.on_response = run.watch.seen
+            run.slot.on_tool_run = run.watch.tool_run
             run.slot.gate = run.watch.gate
         live = test.record != "none"
         run.scope = scope.Scope(
@@ -315,9 +316,8 @@ class ItemRun:
         if self.reports.harness is None:
             from pytest_harness._fixture import Harness
 
-            exchanges = self.watch.exchanges
             self.reports.harness = Harness(
-                self.item.nodeid, folder=self.item.path.parent, traffic=lambda: list(exchanges)
+                self.item.nodeid, folder=self.item.path.parent, traffic=self.watch.trajectory
             )
         return self.reports.harness
 
@@ -373,7 +373,7 @@ class ItemRun:
             return describe(error)
         finally:
             self.item.user_properties.extend(self.watch.finish())
-            self.item.user_properties.extend(self.reports.traffic(self.watch.exchanges))
+            self.item.user_properties.extend(self.reports.traffic(self.watch))
         return None
 
 
@@ -399,6 +399,7 @@ def _slot(
         ),
         guard=guard,
         shared=name is not None,
+        mcp_stdio=test.mcp_stdio,
     )
 
 
@@ -476,14 +477,14 @@ class ItemReports:
         if self.harness is not None:
             (self.harness.runs if topic == "run" else self.harness.transcripts).append(payload)
 
-    def traffic(self, exchanges: Sequence[Seen]) -> list[tuple[str, str]]:
-        """The application's traffic as a run row, when its model asked for tools."""
-        if not exchanges:
+    def traffic(self, watch: TrafficWatch) -> list[tuple[str, str]]:
+        """The application's traffic as a run row, when it called tools (its model asked
+        for them, or it called them on an MCP server)."""
+        if not watch.exchanges and not watch.tool_runs:
             return []
         from pytest_harness._report import session
-        from pytest_harness._trajectory import from_traffic
 
-        trajectory = from_traffic(exchanges)
+        trajectory = watch.trajectory()
         if not trajectory.tool_calls:
             return []
         return [session.trajectory_property(trajectory, self.item.nodeid)]

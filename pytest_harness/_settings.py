@@ -30,6 +30,8 @@ DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
 CaptureMode: TypeAlias = Literal["harness", "all"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
+McpStdioMode: TypeAlias = Literal["error", "live"]
+MCP_STDIO_MODES: tuple[McpStdioMode, ...] = ("error", "live")
 PruneAction: TypeAlias = Literal["list", "remove"]
 PRUNE_ACTIONS: tuple[PruneAction, ...] = ("list", "remove")
 _Option = TypeVar("_Option", bound=str)
@@ -64,6 +66,8 @@ class Settings(NamedTuple):
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
         redact_body_fields: dotted JSON body fields to redact.
+        mcp_stdio: ``error`` refuses an MCP server over stdio while a cassette is open (no
+            cassette can record it); ``live`` lets it run, live and unrecorded.
         prune: ``--harness-prune``: ``list`` or ``remove`` the cassettes no test of a full
             run opened; None (the default) for neither.
         verbose: pytest's verbosity.
@@ -88,6 +92,7 @@ class Settings(NamedTuple):
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
     redact_body_fields: tuple[str, ...] = ()
+    mcp_stdio: McpStdioMode = "error"
     prune: PruneAction | None = None
     verbose: int = 0
 
@@ -130,6 +135,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
         redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
+        mcp_stdio=choice("harness_mcp_stdio", ini("harness_mcp_stdio") or "error", MCP_STDIO_MODES),
         prune=_prune(getattr(options, "harness_prune", None)),
         verbose=verbose,
     )
@@ -217,7 +223,16 @@ def _config_error(message: str) -> ConfigError:
     return ConfigError(message)
 
 
-ARGUMENTS = ("cassette", "degenerate", "model", "pass_rate", "record", "samples", "timeout")
+ARGUMENTS = (
+    "cassette",
+    "degenerate",
+    "mcp_stdio",
+    "model",
+    "pass_rate",
+    "record",
+    "samples",
+    "timeout",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +246,7 @@ class TestSettings:
     timeout: float | None
     samples: int = 1
     pass_rate: float = 1.0
+    mcp_stdio: McpStdioMode = "error"
 
 
 def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -275,6 +291,11 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         else seconds("@pytest.mark.harness(timeout=...)", timeout),
         samples=samples,
         pass_rate=pass_rate,
+        mcp_stdio=choice(
+            "@pytest.mark.harness(mcp_stdio=...)",
+            kwargs.get("mcp_stdio", settings.mcp_stdio),
+            MCP_STDIO_MODES,
+        ),
     )
 
 

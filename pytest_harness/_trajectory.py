@@ -19,10 +19,18 @@ each request (``_cassettes.requests``: tools offered, system prompt, messages, t
 sent back). A result is matched to its call by call id; without an id (Gemini), by the tool's
 name and order: the k-th result for a key in a request answers the k-th call with that key
 asked before it.
+
+Tool calls the application made on an MCP server over HTTP (``_cassettes.mcp.ToolRun``) are
+executions: each is matched to the earliest call the model asked for before it with the same
+name and arguments, not matched yet, and gives that call its ``run`` (the server, the
+result, the error, the time it took). A run no model call asked for (the application called
+the tool on its own) is a call of its own, placed after the model requests that came before
+it (``request`` 0 before any).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 from pytest_harness._cassettes.requests import SentResult, read_request
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
     from pytest_harness._response import ModelResponse
 
@@ -253,18 +262,25 @@ def _clip(text: str | None) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrafficCall:
-    """A tool call the model asked the application for, and the result the application sent.
+    """A tool call of the application's: one the model asked for, or one it made on an MCP
+    server on its own.
 
     Attributes:
-        id: the provider's call id (made up as ``call_<n>`` when the provider gave none).
+        id: the provider's call id (made up as ``call_<n>`` when the provider gave none;
+            ``mcp:<JSON-RPC id>`` for a call no model asked for).
         name: the tool's name as the model gave it.
         arguments: the arguments parsed from JSON, or None when they did not parse.
         raw_arguments: the arguments exactly as the model sent them.
-        result: the text the application sent back in a later request, or None when it
-            sent none (yet).
-        error: the result, when the application marked it as an error (Anthropic's
-            ``is_error``), else None.
-        request: which request of the test's traffic (1 for the first) got it as an answer.
+        result: the text the application sent back to the model in a later request; else
+            what the MCP server answered; else None (no result sent yet).
+        error: why the call failed: the result the application marked as an error
+            (Anthropic's ``is_error``), or the MCP server's error; else None.
+        request: which request of the test's traffic (1 for the first) got it as an answer;
+            for a call no model asked for, how many requests came before it.
+        run: its execution on an MCP server (``server``, ``result``, ``error``,
+            ``latency_s``), or None when the traffic holds none.
+        asked: whether a model asked for it (False: the application called the MCP tool
+            on its own).
     """
 
     id: str
@@ -274,16 +290,24 @@ class TrafficCall:
     result: str | None
     error: str | None = None
     request: int
+    run: ToolRun | None = field(default=None, repr=False)
+    asked: bool = True
 
     @property
     def ok(self) -> bool:
-        """Whether the application did not mark the result as an error."""
+        """Whether the call did not fail (as the application or the MCP server said)."""
         return self.error is None
 
     @property
-    def seconds(self) -> None:
-        """The traffic does not say how long a tool ran."""
-        return None
+    def seconds(self) -> float | None:
+        """How long its MCP execution took (as recorded, in replay); None when the traffic
+        does not say (a tool the application ran itself)."""
+        return None if self.run is None else self.run.latency_s
+
+    @property
+    def server(self) -> str | None:
+        """The URL of the MCP server that ran it, or None."""
+        return None if self.run is None else self.run.server
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -339,6 +363,7 @@ class TrafficTrajectory(Assertions[TrafficCall]):
     requests: tuple[ModelRequest, ...] = ()
     tool_calls: tuple[TrafficCall, ...] = ()
     narrowed: str = ""
+    runs: tuple[ToolRun, ...] = field(default=(), repr=False)
 
     @property
     def events(self) -> tuple[()]:
@@ -351,7 +376,9 @@ class TrafficTrajectory(Assertions[TrafficCall]):
     @property
     def status(self) -> str:
         shown = f" ({self.narrowed})" if self.narrowed else ""
-        return f"the application's model traffic{shown}: {len(self.requests)} request(s)"
+        runs = sum(call.run is not None for call in self.tool_calls)
+        on_mcp = f", {runs} MCP tool call(s)" if runs else ""
+        return f"the application's model traffic{shown}: {len(self.requests)} request(s){on_mcp}"
 
     @property
     def actor(self) -> str:
@@ -368,15 +395,23 @@ class TrafficTrajectory(Assertions[TrafficCall]):
 
         Args:
             model: keep the requests answered by (or asking for) this model.
-            endpoint: keep the requests whose URL contains this text (``/responses``, a host).
+            endpoint: keep the requests whose URL contains this text (``/responses``, a host),
+                and the MCP tool calls no model asked for whose server's URL contains it.
             system: keep the requests whose system prompt contains this text.
+
+        Results are matched to calls again within what is kept (providers reuse call ids
+        across conversations). The MCP runs of the calls kept stay theirs; an MCP call no
+        model asked for is kept by ``endpoint`` alone.
         """
         wanted = {"model": model, "endpoint": endpoint, "system": system}
         chosen = {key: value for key, value in wanted.items() if value is not None}
         kept = [r for r in self.requests if _keeps(r, chosen)]
+        numbers = {r.number for r in kept}
+        calls = [c for c in self.tool_calls if _keeps_call(c, numbers, chosen)]
         said = ", ".join(f"{key} {value!r}" for key, value in chosen.items())
         narrowed = "; ".join(text for text in (self.narrowed, said) if text)
-        return build(kept, narrowed=narrowed)
+        runs = [c.run for c in calls if c.run is not None]
+        return build(kept, runs=runs, narrowed=narrowed)
 
 
 def _keeps(request: ModelRequest, chosen: Mapping[str, str]) -> bool:
@@ -387,9 +422,18 @@ def _keeps(request: ModelRequest, chosen: Mapping[str, str]) -> bool:
     )
 
 
-def from_traffic(exchanges: Sequence[Seen]) -> TrafficTrajectory:
-    """The trajectory of the application's exchanges (``TrafficWatch.exchanges``), in order."""
-    return build([_request(number, seen) for number, seen in enumerate(exchanges, 1)])
+def _keeps_call(call: TrafficCall, numbers: set[int], chosen: Mapping[str, str]) -> bool:
+    if call.asked:
+        return call.request in numbers
+    server = call.server or ""
+    return set(chosen) == {"endpoint"} and chosen["endpoint"] in server
+
+
+def from_traffic(exchanges: Sequence[Seen], runs: Sequence[ToolRun] = ()) -> TrafficTrajectory:
+    """The trajectory of the application's exchanges (``TrafficWatch.exchanges``) and its
+    MCP tool calls (``TrafficWatch.tool_runs``), in order."""
+    requests = [_request(number, seen) for number, seen in enumerate(exchanges, 1)]
+    return build(requests, runs=runs)
 
 
 def _request(number: int, seen: Seen) -> ModelRequest:
@@ -411,8 +455,11 @@ def _request(number: int, seen: Seen) -> ModelRequest:
     )
 
 
-def build(requests: Sequence[ModelRequest], *, narrowed: str = "") -> TrafficTrajectory:
-    """The trajectory of ``requests``: their answers' tool calls with the results sent back."""
+def build(
+    requests: Sequence[ModelRequest], *, runs: Sequence[ToolRun] = (), narrowed: str = ""
+) -> TrafficTrajectory:
+    """The trajectory of ``requests``: their answers' tool calls with the results sent back,
+    and the MCP ``runs`` (each its call's execution, or a call of its own)."""
     asked = [(r.number, call) for r in requests for call in r.answer.tool_calls]
     sent: dict[int, SentResult] = {}  # index in ``asked`` -> its result
     for request in requests:
@@ -424,7 +471,7 @@ def build(requests: Sequence[ModelRequest], *, narrowed: str = "") -> TrafficTra
             same = [i for i in earlier if _key(asked[i][1], key[0]) == key]
             if len(same) >= seen[key] and same[seen[key] - 1] not in sent:
                 sent[same[seen[key] - 1]] = result
-    calls = tuple(
+    calls = [
         TrafficCall(
             id=call.id,
             name=call.name,
@@ -435,8 +482,54 @@ def build(requests: Sequence[ModelRequest], *, narrowed: str = "") -> TrafficTra
             request=number,
         )
         for i, (number, call) in enumerate(asked)
+    ]
+    return TrafficTrajectory(
+        requests=tuple(requests),
+        tool_calls=_with_runs(calls, runs),
+        narrowed=narrowed,
+        runs=tuple(runs),
     )
-    return TrafficTrajectory(requests=tuple(requests), tool_calls=calls, narrowed=narrowed)
+
+
+def _with_runs(calls: list[TrafficCall], runs: Sequence[ToolRun]) -> tuple[TrafficCall, ...]:
+    """The calls, each MCP run given to the call it executes or added as a call of its own."""
+    alone: list[TrafficCall] = []
+    for run in runs:
+        index = next((i for i, call in enumerate(calls) if _executes(run, call)), None)
+        if index is None:
+            alone.append(_unasked(run))
+            continue
+        call = calls[index]
+        error = call.error if call.error is not None else run.error
+        result = call.result if call.result is not None else run.result
+        calls[index] = dataclasses.replace(call, run=run, result=result, error=error)
+    merged = [(call.request, 0, call) for call in calls] + [(c.request, 1, c) for c in alone]
+    merged.sort(key=lambda item: item[:2])  # stable: in order within each place
+    return tuple(call for _, _, call in merged)
+
+
+def _executes(run: ToolRun, call: TrafficCall) -> bool:
+    """Whether the MCP run is the execution of the model's call (not given one yet)."""
+    return (
+        call.run is None
+        and call.request <= run.after
+        and call.name == run.name
+        and (call.arguments is None or dict(call.arguments) == dict(run.arguments))
+    )
+
+
+def _unasked(run: ToolRun) -> TrafficCall:
+    return TrafficCall(
+        id=f"mcp:{run.id}",
+        name=run.name,
+        arguments=run.arguments,
+        raw_arguments=json.dumps(run.arguments, default=str),
+        result=run.result,
+        error=run.error,
+        request=run.after,
+        run=run,
+        asked=False,
+    )
 
 
 def _key(call: Any, by: str) -> tuple[str, str]:

@@ -24,6 +24,7 @@ what a re-record would cost.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -43,12 +44,15 @@ from pytest_harness.errors import (
     CassetteMiss,
     HarnessWarning,
     InvalidResponse,
+    UnrecordableTraffic,
     describe,
 )
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
     from pytest_harness._settings import Settings, TestSettings
+    from pytest_harness._trajectory import TrafficTrajectory
 
 USAGE_PROPERTY = "harness_usage"
 CALLS_PROPERTY = "harness_app_calls"
@@ -289,6 +293,8 @@ class TrafficWatch:
             report (``exchanges`` holds them all).
         exchanges: every model response the application received, in order (its trajectory
             is read from them: ``harness.trajectory``).
+        tool_runs: every MCP tool call the application made, in order, each knowing how
+            many of ``exchanges`` came before it.
     """
 
     test: str
@@ -301,6 +307,7 @@ class TrafficWatch:
     warnings: list[InvalidResponse] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     exchanges: list[Seen] = field(default_factory=list)
+    tool_runs: list[ToolRun] = field(default_factory=list)
     _reported: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -352,6 +359,19 @@ class TrafficWatch:
         if number <= MAX_CALLS:
             self.calls.append(exchange(seen, number, problem))
 
+    def tool_run(self, run: ToolRun) -> None:
+        """Keep an MCP tool call of the application's, placed among its model requests."""
+        with self._lock:
+            self.tool_runs.append(dataclasses.replace(run, after=len(self.exchanges)))
+
+    def trajectory(self) -> TrafficTrajectory:
+        """The application's traffic so far as a trajectory (``harness.trajectory``)."""
+        from pytest_harness._trajectory import from_traffic
+
+        with self._lock:
+            exchanges, runs = list(self.exchanges), list(self.tool_runs)
+        return from_traffic(exchanges, runs)
+
     def warn_pending(self, *, quiet: bool = False) -> None:
         """Warn about each bad response kept under ``warn`` (at the end of a test phase).
 
@@ -369,7 +389,9 @@ class TrafficWatch:
             self.budget.gate(uri)
 
     def unreported(
-        self, raised: BaseException | None, misses: Sequence[CassetteMiss | CassetteError] = ()
+        self,
+        raised: BaseException | None,
+        misses: Sequence[CassetteMiss | CassetteError | UnrecordableTraffic] = (),
     ) -> str | None:
         """What the report must show first and has not shown yet, or None.
 

@@ -28,6 +28,7 @@ against the classes below)::
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request
+    ├── UnrecordableTraffic                 traffic no cassette can hold (MCP over stdio)
     └── BudgetExceeded                      the recorded spend passed harness_max_cost
 
     ToolArgumentError (a ValueError)        a tool's arguments do not fit it (told to the model)
@@ -161,6 +162,10 @@ class HarnessStop(BaseException):
 
 class CassetteMiss(HarnessStop):
     """Replay found no recorded interaction matching a request."""
+
+
+class UnrecordableTraffic(HarnessStop):
+    """The test started traffic a cassette cannot record (an MCP server over stdio)."""
 
 
 class BudgetExceeded(HarnessStop):

@@ -118,6 +118,13 @@ INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...
         "fail",
     ),
     (
+        "harness_mcp_stdio",
+        "an MCP server over stdio in a test with a cassette (none can record it): error "
+        "(default) or live (runs live, unrecorded)",
+        "string",
+        "error",
+    ),
+    (
         "harness_timeout",
         "per-call model HTTP timeout in seconds",
         "string",
@@ -190,10 +197,11 @@ INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...
 MARKERS: tuple[tuple[str, str], ...] = (
     (
         "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
-        "samples=1, pass_rate=1.0)",
+        "samples=1, pass_rate=1.0, mcp_stdio=None)",
         "per-test harness settings: cassette name (False: none), degenerate policy "
         "(fail/warn/off), model, record mode (none/new/all), call timeout; run the body `samples` "
-        "times and pass when at least `pass_rate` of them pass",
+        "times and pass when at least `pass_rate` of them pass; an MCP server over stdio "
+        "(error/live)",
     ),
     (
         "scenarios(team, input, limit=None)",

@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible model server on loopback, for tests.
+"""A scripted model server on loopback, for tests, in the four wire formats the harness reads.
 
 ``LoopbackServer`` is a real HTTP server: calls to it go through litellm, the model seam,
 the cassettes and the validator exactly as calls to a provider do. Script it with
@@ -9,6 +9,22 @@ that reads each request::
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))
         response = complete("Capital of France?", model=server.model, **server.params)
+
+The same replies answer in the format the request's path asks for, so the official SDKs
+and the agent frameworks built on them run against it unchanged:
+
+- ``POST …/chat/completions``: OpenAI Chat Completions (litellm, ``openai.OpenAI``,
+  pydantic-ai's ``OpenAIChatModel``); base URL ``server.url``.
+- ``POST …/responses``: OpenAI Responses (``client.responses``, openai-agents' default
+  model); base URL ``server.url``.
+- ``POST …/v1/messages``: Anthropic Messages (``anthropic.Anthropic(base_url=server.root)``).
+- ``POST …/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``: Gemini
+  (``google.genai.Client(http_options={"base_url": server.root})``).
+
+A request's body is streamed back when it says ``"stream": true`` (Gemini: when its path
+says ``:streamGenerateContent``). ``server.requests`` holds the request bodies and
+``server.paths`` their paths, in arrival order. Ids and timestamps are fixed: the same
+requests get the same bytes, run after run.
 
 Only the standard library is imported here.
 """
@@ -22,6 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
 from typing import Any, TypeAlias
 
 __all__ = ["LoopbackServer", "Reply", "ReplyHandler", "ToolCallSpec"]
@@ -48,15 +65,19 @@ class Reply:
 
     Attributes:
         content: the assistant text (None for none).
-        reasoning: sent as the message's ``reasoning_content``.
+        reasoning: sent as the message's ``reasoning_content`` (a Responses ``reasoning``
+            item, an Anthropic ``thinking`` block, a Gemini ``thought`` part).
         tool_calls: tool calls to return.
         finish_reason: defaults to ``"tool_calls"`` with tool calls, else ``"stop"``;
-            in a stream, None sends no finish reason at all.
-        status: HTTP status; 400 and above send an OpenAI-style error body.
+            in a stream, None sends no finish reason at all (nor Responses'
+            ``response.completed``, nor Anthropic's ``message_delta`` and ``message_stop``).
+            Other formats get its counterpart: ``end_turn``/``tool_use``/``max_tokens``,
+            Gemini's ``STOP``/``MAX_TOKENS``, Responses' ``incomplete`` for ``length``.
+        status: HTTP status; 400 and above send an error body in the format's shape.
         error: the error message for an error status.
         delay: seconds to wait before answering.
         raw: a body sent verbatim instead of a completion (for malformed answers).
-        cut_after: in a stream, drop the connection after this many chunks.
+        cut_after: in a stream, drop the connection after this many chunks (events).
         headers: extra response headers.
     """
 
@@ -154,16 +175,359 @@ def _pieces(text: str | None, size: int | None = None) -> list[str]:
     return [w + " " for w in words[:-1]] + [words[-1]]
 
 
+def _prompt_words(body: Mapping[str, Any]) -> int:
+    """The words of a request's messages (input, contents): its prompt tokens, roughly."""
+    asked = body.get("messages") or body.get("input") or body.get("contents") or []
+    return len(" ".join(_strings(asked)).split())
+
+
+def _strings(value: Any, key: str = "content") -> Iterator[str]:
+    """The texts in messages: strings under ``content``, ``text`` or ``output``, at any depth."""
+    if isinstance(value, str) and key in ("content", "text", "output"):
+        yield value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(item, name)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, key)
+
+
+def _completion_words(reply: Reply) -> int:
+    return len((reply.content or "").split()) + len((reply.reasoning or "").split())
+
+
+def _parsed_arguments(call: ToolCallSpec) -> Any:
+    """The arguments as JSON values; text that is no JSON stays text (a broken call)."""
+    if not isinstance(call.arguments, str):
+        return dict(call.arguments)
+    try:
+        return json.loads(call.arguments)
+    except json.JSONDecodeError:
+        return call.arguments
+
+
+# OpenAI Responses: a response object of output items; streamed, typed events.
+_RESPONSES_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+def _responses_items(reply: Reply, number: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        summary = [{"type": "summary_text", "text": reply.reasoning}]
+        items.append({"id": f"rs_loopback_{number}", "type": "reasoning", "summary": summary})
+    if reply.content is not None:
+        text = {"type": "output_text", "text": reply.content, "annotations": [], "logprobs": []}
+        message = {"id": f"msg_loopback_{number}", "type": "message", "role": "assistant"}
+        items.append({**message, "status": "completed", "content": [text]})
+    for i, call in enumerate(reply.tool_calls):
+        items.append(
+            {
+                "id": f"fc_loopback_{number}_{i}",
+                "type": "function_call",
+                "call_id": call.id or f"call_{number}_{i}",
+                "name": call.name,
+                "arguments": call.arguments_text(),
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def _responses_object(
+    body: Mapping[str, Any], reply: Reply, number: int, output: list[dict[str, Any]]
+) -> dict[str, Any]:
+    prompt, completion = _prompt_words(body), _completion_words(reply)
+    incomplete = _RESPONSES_INCOMPLETE.get(reply.finish or "")
+    return {
+        "id": f"resp_loopback_{number}",
+        "object": "response",
+        "created_at": CREATED,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        "error": None,
+        "model": body.get("model", "loopback"),
+        "instructions": body.get("instructions"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": len((reply.reasoning or "").split())},
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def responses_body(body: Mapping[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    """The JSON of a non-streamed OpenAI Responses reply answering ``body`` with ``reply``."""
+    return _responses_object(body, reply, number, _responses_items(reply, number))
+
+
+def responses_events(
+    body: Mapping[str, Any], reply: Reply, number: int
+) -> Iterator[dict[str, Any]]:
+    """The typed events of a streamed OpenAI Responses reply, in order."""
+    sequence = count()
+
+    def event(kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, **fields, "sequence_number": next(sequence)}
+
+    started = {**_responses_object(body, reply, number, []), "status": "in_progress"}
+    yield event("response.created", response={**started, "usage": None})
+    items = _responses_items(reply, number)
+    for index, item in enumerate(items):
+        yield event("response.output_item.added", output_index=index, item=_item_started(item))
+        for fields in _item_deltas(item):
+            yield event(**fields, item_id=item["id"], output_index=index)
+        yield event("response.output_item.done", output_index=index, item=item)
+    if reply.finish is not None:
+        final = responses_body(body, reply, number)
+        yield event(f"response.{final['status']}", response=final)
+
+
+def _item_started(item: dict[str, Any]) -> dict[str, Any]:
+    emptied: dict[str, dict[str, Any]] = {"reasoning": {"summary": []}, "message": {"content": []}}
+    started = {**item, **emptied.get(item["type"], {"arguments": ""})}
+    return started if item["type"] == "reasoning" else {**started, "status": "in_progress"}
+
+
+def _item_deltas(item: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """An output item's events between its ``added`` and its ``done``, without ids."""
+    if item["type"] == "reasoning":
+        (part,) = item["summary"]
+        at = {"summary_index": 0}
+        yield {"kind": "response.reasoning_summary_part.added", **at, "part": {**part, "text": ""}}
+        for piece in _pieces(part["text"]):
+            yield {"kind": "response.reasoning_summary_text.delta", **at, "delta": piece}
+        yield {"kind": "response.reasoning_summary_text.done", **at, "text": part["text"]}
+        yield {"kind": "response.reasoning_summary_part.done", **at, "part": part}
+    elif item["type"] == "message":
+        (part,) = item["content"]
+        at = {"content_index": 0}
+        yield {"kind": "response.content_part.added", **at, "part": {**part, "text": ""}}
+        for piece in _pieces(part["text"]):
+            delta = {"delta": piece, "logprobs": []}
+            yield {"kind": "response.output_text.delta", **at, **delta}
+        done = {"text": part["text"], "logprobs": []}
+        yield {"kind": "response.output_text.done", **at, **done}
+        yield {"kind": "response.content_part.done", **at, "part": part}
+    else:
+        for piece in _pieces(item["arguments"], size=8):
+            yield {"kind": "response.function_call_arguments.delta", "delta": piece}
+        arguments = {"name": item["name"], "arguments": item["arguments"]}
+        yield {"kind": "response.function_call_arguments.done", **arguments}
+
+
+# Anthropic Messages: content blocks; streamed, message and content-block events.
+_ANTHROPIC_STOPS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def _anthropic_blocks(reply: Reply, number: int) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        blocks.append({"type": "thinking", "thinking": reply.reasoning, "signature": "loopback"})
+    if reply.content is not None:
+        blocks.append({"type": "text", "text": reply.content})
+    for i, call in enumerate(reply.tool_calls):
+        use = {"type": "tool_use", "id": call.id or f"toolu_loopback_{number}_{i}"}
+        blocks.append({**use, "name": call.name, "input": _parsed_arguments(call)})
+    return blocks
+
+
+def _anthropic_stop(reply: Reply) -> str | None:
+    return None if reply.finish is None else _ANTHROPIC_STOPS.get(reply.finish, reply.finish)
+
+
+def anthropic_body(body: Mapping[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    """The JSON of a non-streamed Anthropic Messages reply answering ``body`` with ``reply``."""
+    return {
+        "id": f"msg_loopback_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "loopback"),
+        "content": _anthropic_blocks(reply, number),
+        "stop_reason": _anthropic_stop(reply),
+        "stop_sequence": None,
+        "usage": {"input_tokens": _prompt_words(body), "output_tokens": _completion_words(reply)},
+    }
+
+
+def anthropic_events(
+    body: Mapping[str, Any], reply: Reply, number: int
+) -> Iterator[dict[str, Any]]:
+    """The events of a streamed Anthropic Messages reply, in order."""
+    message = anthropic_body(body, reply, number)
+    usage = message["usage"]
+    opening: dict[str, Any] = {
+        "content": [],
+        "stop_reason": None,
+        "usage": {**usage, "output_tokens": 1},
+    }
+    yield {"type": "message_start", "message": {**message, **opening}}
+    for index, block in enumerate(message["content"]):
+        started = _block_started(block)
+        yield {"type": "content_block_start", "index": index, "content_block": started}
+        for delta in _block_deltas(block):
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+        yield {"type": "content_block_stop", "index": index}
+    if message["stop_reason"] is not None:
+        delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+        yield {"type": "message_delta", "delta": delta, "usage": usage}
+        yield {"type": "message_stop"}
+
+
+def _block_started(block: dict[str, Any]) -> dict[str, Any]:
+    emptied = {"thinking": {"thinking": "", "signature": ""}, "text": {"text": ""}}
+    return {**block, **emptied.get(block["type"], {"input": {}})}
+
+
+def _block_deltas(block: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if block["type"] == "thinking":
+        for piece in _pieces(block["thinking"]):
+            yield {"type": "thinking_delta", "thinking": piece}
+        yield {"type": "signature_delta", "signature": block["signature"]}
+    elif block["type"] == "text":
+        for piece in _pieces(block["text"]):
+            yield {"type": "text_delta", "text": piece}
+    else:
+        given = block["input"]
+        text = given if isinstance(given, str) else json.dumps(given)
+        for piece in _pieces(text, size=8):
+            yield {"type": "input_json_delta", "partial_json": piece}
+
+
+# Gemini generateContent: candidates of parts; streamed, partial responses as SSE.
+_GEMINI_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
+_GOOGLE_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _gemini_parts(reply: Reply) -> list[list[dict[str, Any]]]:
+    """The reply's parts, in the groups a stream sends them in (a call is never split)."""
+    groups = [[{"text": piece, "thought": True}] for piece in _pieces(reply.reasoning)]
+    groups += [[{"text": piece}] for piece in _pieces(reply.content)]
+    calls = []
+    for call in reply.tool_calls:
+        asked = {"name": call.name, "args": _parsed_arguments(call)}
+        calls.append({"functionCall": {**asked, "id": call.id} if call.id else asked})
+    return [*groups, calls] if calls else groups
+
+
+def _gemini_chunk(
+    parts: list[dict[str, Any]], reply: Reply, number: int, model: str, *, last: bool
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    chunk: dict[str, Any] = {"candidates": [candidate]}
+    if last and reply.finish is not None:
+        candidate["finishReason"] = _GEMINI_FINISH.get(reply.finish, reply.finish.upper())
+    return {**chunk, "modelVersion": model, "responseId": f"loopback-{number}"}
+
+
+def _gemini_usage(body: Mapping[str, Any], reply: Reply) -> dict[str, int]:
+    prompt, completion = _prompt_words(body), len((reply.content or "").split())
+    thoughts = len((reply.reasoning or "").split())
+    return {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": completion,
+        "thoughtsTokenCount": thoughts,
+        "totalTokenCount": prompt + completion + thoughts,
+    }
+
+
+def gemini_body(body: Mapping[str, Any], reply: Reply, number: int, model: str) -> dict[str, Any]:
+    """The JSON of a Gemini generateContent reply answering ``body`` with ``reply``."""
+    parts = [part for group in _gemini_parts(reply) for part in group]
+    chunk = _gemini_chunk(_joined_text(parts), reply, number, model, last=True)
+    return {**chunk, "usageMetadata": _gemini_usage(body, reply)}
+
+
+def gemini_chunks(
+    body: Mapping[str, Any], reply: Reply, number: int, model: str
+) -> Iterator[dict[str, Any]]:
+    """The partial responses of a Gemini streamGenerateContent reply; usage on the last."""
+    groups = _gemini_parts(reply) or [[]]
+    for i, parts in enumerate(groups):
+        last = i == len(groups) - 1
+        chunk = _gemini_chunk(parts, reply, number, model, last=last)
+        yield {**chunk, "usageMetadata": _gemini_usage(body, reply)} if last else chunk
+
+
+def _joined_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent text parts of one kind (thought or not) joined, as a whole reply has them."""
+    joined: list[dict[str, Any]] = []
+    for part in parts:
+        before = joined[-1] if joined else {}
+        if "text" in part and "text" in before and before.get("thought") == part.get("thought"):
+            joined[-1] = {**before, "text": before["text"] + part["text"]}
+        else:
+            joined.append(part)
+    return joined
+
+
+def _gemini_model(path: str) -> str:
+    """The model a Gemini path names: ``…/models/<model>:generateContent``."""
+    return path.partition("/models/")[2].partition(":")[0] or "loopback"
+
+
+def _api(path: str) -> str:
+    """Which wire format a request's path asks for."""
+    route = path.partition("?")[0]
+    if route.endswith("/responses"):
+        return "responses"
+    if route.endswith("/messages"):
+        return "anthropic"
+    if ":generateContent" in route or ":streamGenerateContent" in route:
+        return "gemini"
+    return "chat"
+
+
+def _error_body(api: str, reply: Reply) -> dict[str, Any]:
+    """An error body in the shape the format's SDK reads."""
+    if api == "anthropic":
+        kind = _ANTHROPIC_ERRORS.get(reply.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": reply.error}}
+    if api == "gemini":
+        status = _GOOGLE_STATUSES.get(reply.status, "UNKNOWN")
+        return {"error": {"code": reply.status, "message": reply.error, "status": status}}
+    return {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}}
+
+
 class LoopbackServer:
-    """A threaded OpenAI-compatible chat server on 127.0.0.1 and a free port.
+    """A threaded model server on 127.0.0.1 and a free port, in four wire formats.
+
+    It answers OpenAI Chat Completions and Responses under ``url``, Anthropic Messages and
+    Gemini generateContent under ``root``, each in the format its path asks for.
 
     Attributes:
         requests: every request body received, in arrival order.
+        paths: the path (and query) of each of those requests, in the same order.
         handler: chooses the reply; by default the next queued reply, else ``Reply()``.
     """
 
     def __init__(self, handler: ReplyHandler | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.handler: ReplyHandler = handler or self._next_queued
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -177,8 +541,13 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        """The OpenAI base URL, ending in ``/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        """The OpenAI base URL, ending in ``/v1`` (Chat Completions and Responses)."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        """``http://127.0.0.1:PORT``: the base URL the Anthropic and Gemini SDKs take."""
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def model(self) -> str:
@@ -202,15 +571,17 @@ class LoopbackServer:
             unused = list(self._queue)
             self._queue.clear()
             self.requests.clear()
+            self.paths.clear()
         return unused
 
     def _next_queued(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             return self._queue.popleft() if self._queue else Reply()
 
-    def _receive(self, body: dict[str, Any]) -> int:
+    def _receive(self, body: dict[str, Any], path: str) -> int:
         with self._lock:
             self.requests.append(body)
+            self.paths.append(path)
             return len(self.requests)
 
     def start(self) -> LoopbackServer:
@@ -245,6 +616,26 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def _reply_body(api: str, body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    """A whole reply in the format of ``api`` (not Gemini's: its model is in the path)."""
+    make = {"responses": responses_body, "anthropic": anthropic_body}.get(api, completion_body)
+    return make(body, reply, number)
+
+
+def _stream_events(api: str, body: dict[str, Any], reply: Reply, number: int) -> list[bytes]:
+    """A streamed reply's server-sent events; typed formats name each event."""
+    if api == "responses":
+        return [_event(e, named=True) for e in responses_events(body, reply, number)]
+    if api == "anthropic":
+        return [_event(e, named=True) for e in anthropic_events(body, reply, number)]
+    return [*(_event(c) for c in stream_chunks(body, reply, number)), b"data: [DONE]\n\n"]
+
+
+def _event(data: dict[str, Any], *, named: bool = False) -> bytes:
+    name = f"event: {data['type']}\n" if named else ""
+    return f"{name}data: {json.dumps(data)}\n\n".encode()
+
+
 def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         owner = server
@@ -270,25 +661,28 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, {"error": {"message": "request body is not JSON"}})
             return
-        number = self.owner._receive(body)
+        number = self.owner._receive(body, self.path)
         reply = self.owner.handler(body)
         if reply.delay:
             threading.Event().wait(reply.delay)
+        api = _api(self.path)
         if reply.status >= 400:
-            error = {"message": reply.error, "type": "scripted_error", "code": reply.status}
-            self._send(reply.status, {"error": error}, reply.headers)
+            self._send(reply.status, _error_body(api, reply), reply.headers)
         elif reply.raw is not None:
             raw = reply.raw.encode() if isinstance(reply.raw, str) else reply.raw
             self._send_bytes(200, raw, "application/json", reply.headers)
+        elif api == "gemini" and ":streamGenerateContent" in self.path:
+            chunks = gemini_chunks(body, reply, number, _gemini_model(self.path))
+            self._stream([_event(chunk) for chunk in chunks], reply)
+        elif api == "gemini":
+            model = _gemini_model(self.path)
+            self._send(200, gemini_body(body, reply, number, model), reply.headers)
         elif body.get("stream"):
-            self._stream(body, reply, number)
+            self._stream(_stream_events(api, body, reply, number), reply)
         else:
-            self._send(200, completion_body(body, reply, number), reply.headers)
+            self._send(200, _reply_body(api, body, reply, number), reply.headers)
 
-    def _stream(self, body: dict[str, Any], reply: Reply, number: int) -> None:
-        chunks = list(stream_chunks(body, reply, number))
-        events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks]
-        events.append(b"data: [DONE]\n\n")
+    def _stream(self, events: list[bytes], reply: Reply) -> None:
         payload = b"".join(events)
         if reply.cut_after is None:
             self._send_bytes(200, payload, "text/event-stream", reply.headers)

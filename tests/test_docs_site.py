@@ -54,6 +54,8 @@ GUIDES = {
     "tribunals": "Judges and tribunals",
     "trustworthy-evaluation": "Evaluation you can trust",
     "orchestrator": "Agents and the orchestrator",
+    "agents": "Agents on any framework",
+    "mcp": "MCP tools",
     "teams": "Teams and scenarios",
     "simulated-users": "Simulated users",
     "property-tests": "Property tests",

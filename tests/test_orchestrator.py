@@ -430,6 +430,7 @@ def test_each_run_is_in_the_session_report_and_json(pytester: pytest.Pytester) -
             "arguments": '{"order": "A-1"}',
             "result": "shipped",
             "error": None,
+            "server": None,  # the MCP server that ran it (traffic only)
         }
     ]
 

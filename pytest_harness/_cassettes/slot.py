@@ -36,11 +36,13 @@ from pytest_harness.errors import (
     ConfigError,
     EndpointUnreachable,
     NetworkBlocked,
+    UnrecordableTraffic,
     causes,
     find_cause,
 )
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.wire import Recognised
     from pytest_harness._response import ModelResponse
 
@@ -140,6 +142,9 @@ class CassetteSlot:
         ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
         on_response: shown every model response the test's traffic holds; returns its
             defect (a validator reason) or None.
+        on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``).
+        mcp_stdio: ``error`` refuses MCP servers over stdio while the cassette is open
+            (``UnrecordableTraffic``); ``live`` lets them run, unrecorded.
         gate: called with the URL of any request about to go to a real server; raises to
             refuse it.
         metadata: written into the cassette with what this test records.
@@ -158,12 +163,14 @@ class CassetteSlot:
     guard: NetworkGuard | None = None
     ignore_hosts: tuple[str, ...] = ()
     on_response: Callable[[Seen], str | None] | None = None
+    on_tool_run: Callable[[ToolRun], None] | None = None
+    mcp_stdio: str = "error"
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     shared: bool = False
     model: str | None = None
     replayed_with: str | None = None
-    misses: list[CassetteMiss | CassetteError] = field(default_factory=list)
+    misses: list[CassetteMiss | CassetteError | UnrecordableTraffic] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
     _closed: bool = False
@@ -251,6 +258,12 @@ class CassetteSlot:
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
+            if self.mcp_stdio != "live":
+                from pytest_harness._cassettes.mcp import StdioGuard
+
+                stdio = StdioGuard(self._refuse_stdio)
+                stdio.install()
+                stack.callback(stdio.remove)
             self._cassette, self._stack = cassette, stack
 
     @property
@@ -277,6 +290,7 @@ class CassetteSlot:
         headers = response.get("headers") or {}
         found = recognise(request.uri, request.body, int(status), headers, body)
         if found is None:
+            self._tool_run(request, response, replayed)
             return
         call = seam_call(request.headers)
         body = request.body if isinstance(request.body, bytes) else None
@@ -293,6 +307,28 @@ class CassetteSlot:
         problem = self.on_response(seen)
         if call is not None:  # a retried call: its last reply
             self._judged[call] = scope.Judged(problem, latency_s=seen.latency_s)
+
+    def _tool_run(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
+        if self.on_tool_run is None:
+            return
+        from pytest_harness._cassettes import mcp
+
+        run = mcp.recognise(request.method, request.uri, request.body, response, replayed=replayed)
+        if run is not None:
+            self.on_tool_run(run)
+
+    def _refuse_stdio(self, command: str) -> UnrecordableTraffic:
+        error = UnrecordableTraffic(
+            f"{self.nodeid} started the MCP server `{command}` over stdio, which no cassette "
+            "can record: its traffic runs through pipes, not HTTP. In replay the server would "
+            "run live, and its tool calls would be missing from harness.trajectory. Serve it "
+            "over streamable HTTP and connect to its URL (MCPServer.streamable_http_app(), or "
+            "run(transport='streamable-http')): the cassette then records and replays its tool "
+            "calls. Or let this test run it live and unrecorded: "
+            "@pytest.mark.harness(mcp_stdio='live'), or harness_mcp_stdio = live in the ini file."
+        )
+        self.misses.append(error)
+        return error
 
     def hint(self) -> str:
         """How to record the test again with the recording's settings (for messages)."""

@@ -15,6 +15,7 @@ value before any cassette touched it, and puts them all back when the last one c
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import threading
@@ -30,8 +31,8 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness._cassettes import bodies, files, matching, scrub
-from pytest_harness.errors import CassetteError, CassetteMiss
+from pytest_harness._cassettes import bodies, files, matching, mcp, scrub
+from pytest_harness.errors import CassetteError, CassetteMiss, UnrecordableTraffic
 
 _ABSENT = object()
 
@@ -178,7 +179,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._hint = rerecord_hint
         self._watcher = watcher
         self._gate = gate
-        self.misses: list[CassetteMiss | CassetteError] = []
+        self.misses: list[CassetteMiss | CassetteError | UnrecordableTraffic] = []
         self._sound: set[int] = set()  # responses whose body was checked (by id)
         self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
@@ -223,6 +224,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
                 self._watcher(request, response, False)
 
     def play_response(self, request: Any) -> Any:
+        if mcp.standing_stream(request.method, request.headers):
+            return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
         response = super().play_response(request)
         self._check_body(request, response)
         if self._watcher is not None:
@@ -265,6 +268,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         # vcrpy's own would redact the request first: its match key leaves redacted fields out.
         if self._passes(request.uri):
             return False  # an ignored host: the request passes through
+        if mcp.standing_stream(request.method, request.headers):
+            return True  # answered "not offered" (play_response), in recording too
         replays = self.rewound or self.allow_playback_repeats
         if replays and self.record_mode != RecordMode.ALL and request in self:
             return True

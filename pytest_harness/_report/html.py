@@ -328,12 +328,15 @@ def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
             continue
         failed = step.get("error") is not None
         result = step.get("error") if failed else step.get("result")
+        tool: Any = step.get("tool")
+        if step.get("server"):  # run on an MCP server
+            tool = element("span", tool, " ", element("small", "MCP"), title=step["server"])
         rows.append(
             element(
                 "tr",
                 cells(
                     step.get("request"),
-                    step.get("tool"),
+                    tool,
                     folded(_plain(step.get("arguments"))),
                     element("div", folded(_plain(result)), class_="error" if failed else None),
                 ),

@@ -111,8 +111,9 @@ def trajectory_property(trajectory: Any, test: str | None) -> tuple[str, str]:
 
 def _traffic_steps(trajectory: Any) -> list[dict[str, Any]]:
     """Each request's answer text (``message``; not the last one's, the answer), then the
-    tool calls it asked for, with the results sent back."""
-    found: list[dict[str, Any]] = []
+    tool calls it asked for, with the results sent back (and the MCP calls the application
+    made on its own after it; those before any request first)."""
+    found = [_tool_step(call) for call in trajectory.tool_calls if call.request == 0]
     last = len(trajectory.requests) - 1
     for number, request in enumerate(trajectory.requests):
         text = request.answer.text
@@ -130,6 +131,7 @@ def _tool_step(call: Any) -> dict[str, Any]:
         "arguments": clip(call.raw_arguments, STEP_WIDTH),
         "result": None if call.result is None else clip(call.result, STEP_WIDTH),
         "error": call.error,
+        "server": getattr(call, "server", None),
     }
 
 

@@ -1,0 +1,199 @@
+"""MCP tool calls in recorded HTTP traffic, and the MCP traffic a cassette cannot record.
+
+An application that calls tools on an MCP server over streamable HTTP sends JSON-RPC over
+plain HTTP: the cassette records and replays it like any other traffic (the answers as JSON
+or as server-sent events, the ``Mcp-Session-Id`` header included). Three things are MCP's own:
+
+- ``recognise`` reads one interaction: a ``tools/call`` request and its answer (JSON, or the
+  event of an SSE stream that answers the request's id) as a ``ToolRun``: the tool, its
+  arguments, its result as text, the error when it failed (``isError``, or a JSON-RPC
+  error). ``harness.trajectory`` shows each run as a tool execution. Like ``wire``, it never
+  raises.
+- ``standing_stream`` tells the standalone ``GET`` stream a session opens for messages the
+  server sends unasked. It never ends while the session lives, so it cannot be recorded as
+  an interaction: the cassette answers it ``405 Method Not Allowed`` itself, in recording
+  and replay alike (``NOT_OFFERED``). The MCP specification lets a server answer so when it
+  offers no such stream; clients go on without it. Answers to requests, and the progress
+  and log messages sent while a request runs, come on the request's own stream: recorded.
+- ``StdioGuard``: MCP over stdio talks to a subprocess through pipes, not HTTP, so nothing
+  of it can be recorded, and in replay the server would run live. While a cassette is open,
+  starting an MCP stdio client raises ``UnrecordableTraffic`` naming the server's command
+  and the fixes, unless the test allows it (``mcp_stdio="live"``).
+
+It imports the standard library and ``wire``'s readers only; ``mcp`` is patched only when
+the application has imported it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pytest_harness._cassettes.wire import as_dict, as_dicts, as_str, decode, json_events, loads
+
+SESSION_HEADER = "mcp-session-id"
+_PROTOCOL_HEADER = "mcp-protocol-version"
+_STDIO = "mcp.client.stdio"
+_SPAWN = "_create_platform_compatible_process"  # what mcp's stdio_client starts the server with
+NOT_OFFERED: dict[str, Any] = {
+    "status": {"code": 405, "message": "Method Not Allowed"},
+    "headers": {"content-type": ["text/plain"], "content-length": ["0"]},
+    "body": {"string": b""},
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRun:
+    """One tool call the application made on an MCP server, and what it answered.
+
+    Attributes:
+        server: the server's URL (without its query).
+        id: the JSON-RPC request id, as text.
+        name: the tool's name.
+        arguments: the arguments sent.
+        result: the result as text: its text contents, joined; else its structured content
+            as JSON; "" when it has neither.
+        error: the error text when the call failed (the server's ``isError`` result, or a
+            JSON-RPC error), else None.
+        replayed: played from the cassette (else recorded now).
+        latency_s: how long the call took (as recorded, in replay), or None when unknown.
+        after: how many of the application's model requests came before it (set by the watch).
+    """
+
+    server: str
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    result: str
+    error: str | None = None
+    replayed: bool = False
+    latency_s: float | None = None
+    after: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def recognise(
+    method: str,
+    uri: str,
+    request_body: bytes | str | None,
+    response: Mapping[str, Any],
+    *,
+    replayed: bool = False,
+) -> ToolRun | None:
+    """The MCP tool call in one interaction (``files`` form of the response), or None."""
+    call = as_dict(loads(decode(request_body))) if method.upper() == "POST" else {}
+    if call.get("jsonrpc") != "2.0" or call.get("method") != "tools/call" or "id" not in call:
+        return None
+    params = as_dict(call.get("params"))
+    body = decode(as_dict(response.get("body")).get("string"))
+    answer = _answer(body or "", call["id"])
+    if answer is None:
+        return None
+    status = as_dict(response.get("status")).get("code")
+    result, error = _outcome(answer, status)
+    latency = response.get("latency_s")
+    return ToolRun(
+        server=uri.partition("?")[0],
+        id=json.dumps(call["id"]),
+        name=as_str(params.get("name")),
+        arguments=as_dict(params.get("arguments")),
+        result=result,
+        error=error,
+        replayed=replayed,
+        latency_s=latency if isinstance(latency, (int, float)) else None,
+    )
+
+
+def _answer(body: str, request_id: Any) -> dict[str, Any] | None:
+    """The JSON-RPC response to ``request_id``: the body itself, or one of its events."""
+    sent = loads(body)
+    if sent is None:
+        sent = [data for _, data in json_events(body)]
+    messages = sent if isinstance(sent, list) else [sent]
+    for message in as_dicts(messages):
+        if message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+    return None
+
+
+def _outcome(answer: dict[str, Any], status: Any) -> tuple[str, str | None]:
+    if "error" in answer:
+        error = as_dict(answer.get("error"))
+        text = as_str(error.get("message")) or json.dumps(answer.get("error"), default=str)
+        code = error.get("code")
+        return "", f"{text} (JSON-RPC error {code})" if isinstance(code, int) else text
+    result = as_dict(answer.get("result"))
+    texts = [as_str(part.get("text")) for part in as_dicts(result.get("content"))]
+    text = "\n".join(t for t in texts if t)
+    if not text and "structuredContent" in result:
+        text = json.dumps(result["structuredContent"], default=str)
+    if result.get("isError") is True:
+        return text, text or "the tool failed (isError, no text)"
+    if isinstance(status, int) and status >= 400:
+        return text, f"HTTP {status}"
+    return text, None
+
+
+def standing_stream(method: str, headers: Mapping[str, Any]) -> bool:
+    """The standalone GET stream of an MCP session (server messages sent unasked)."""
+    if method.upper() != "GET":
+        return False
+    names = {str(name).lower(): value for name, value in headers.items()}
+    accept = names.get("accept", "")
+    accept = " ".join(accept) if isinstance(accept, list) else str(accept)
+    mcp = SESSION_HEADER in names or _PROTOCOL_HEADER in names
+    return mcp and "text/event-stream" in accept
+
+
+class StdioGuard:
+    """Refuses MCP over stdio while a cassette is open (``install`` ... ``remove``).
+
+    Cassettes may be open at once in one process and close in any order: mcp's function is
+    patched while any guard is installed, and put back when the last is removed. The error
+    is the latest guard's (the test running now).
+
+    Args:
+        refuse: builds the error to raise from the server's command line.
+    """
+
+    _installed: ClassVar[list[StdioGuard]] = []
+    _module: ClassVar[Any] = None
+    _original: ClassVar[Any] = None
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, refuse: Callable[[str], BaseException]) -> None:
+        self.refuse = refuse
+
+    def install(self) -> None:
+        """Patch mcp's stdio client, if the application imported it."""
+        module = sys.modules.get(_STDIO)
+        with self._lock:
+            if not self._installed:
+                original = getattr(module, _SPAWN, None)
+                if module is None or original is None:
+                    return
+                StdioGuard._module, StdioGuard._original = module, original
+                setattr(module, _SPAWN, _refused)
+            self._installed.append(self)
+
+    def remove(self) -> None:
+        with self._lock:
+            if self not in self._installed:
+                return
+            self._installed.remove(self)
+            if not self._installed:
+                setattr(StdioGuard._module, _SPAWN, StdioGuard._original)
+                StdioGuard._module = StdioGuard._original = None
+
+
+async def _refused(command: str, args: Any = (), *rest: Any, **options: Any) -> Any:
+    """In place of mcp's stdio spawn: the error of the latest guard installed."""
+    __tracebackhide__ = True  # its arguments hold the server's environment
+    raise StdioGuard._installed[-1].refuse(" ".join([str(command), *map(str, args or ())]))

@@ -351,8 +351,10 @@ def test_bad_application_responses_fail_or_warn(
     app.makeini("[pytest]\nharness_degenerate = warn\nharness_record_failed = true\n")
     # (-W default: this suite turns warnings into errors; a user's suite may not)
     result = run(app, "-W", "default") if replay else run(app, "--harness-live", "-W", "default")
-    result.assert_outcomes(passed=3, warnings=3)
-    result.stdout.fnmatch_lines(["*HarnessWarning: model 'gpt-4o-mini' returned*"])
+    result.assert_outcomes(passed=3)
+    # One warning per bad response. Counted by class: an event loop another test of this
+    # worker left open may be collected during the run, and its ResourceWarning counts too.
+    assert result.stdout.str().count("HarnessWarning: model 'gpt-4o-mini' returned") == 3
 
 
 USAGE = """

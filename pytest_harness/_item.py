@@ -230,9 +230,7 @@ class ItemRun:
         )
         run.watch.scope = run.scope
         if test.samples > 1:
-            from pytest_harness._samples import Sampling
-
-            run.sampling = Sampling(test.samples, test.pass_rate)
+            run.sampling = _sampling(test)
         if run.slot is not None:
             run._follow_recording(run.slot)
         return run
@@ -375,6 +373,17 @@ class ItemRun:
             self.item.user_properties.extend(self.watch.finish())
             self.item.user_properties.extend(self.reports.traffic(self.watch))
         return None
+
+
+def _sampling(test: settings_.TestSettings) -> Sampling:
+    """The sampling of a test run ``samples`` times: sequential with ``confidence``."""
+    from pytest_harness._samples import Sampling
+    from pytest_harness._sequential import Sprt
+
+    if test.confidence is None:
+        return Sampling(test.samples, test.pass_rate)
+    sprt = Sprt(pass_rate=test.pass_rate, confidence=test.confidence, margin=test.margin)
+    return Sampling(test.samples, test.pass_rate, sprt=sprt, inconclusive=test.inconclusive)
 
 
 def _slot(

@@ -5,8 +5,16 @@ fixtures are set up once, for all of them) and passes when at least 90% of the r
 The outcome carries its uncertainty: passes/N with a 95% Wilson score interval, in the
 test's report line, the session table, the JSON report and the JUnit properties.
 
+With ``confidence=0.95`` the sampling is sequential (``_sequential``): the samples run one at
+a time and stop as soon as they decide the test at that confidence; when all N ran without
+deciding, the outcome is *inconclusive* (failed, xfailed or passed, as ``inconclusive=``
+says), reported with how many more samples would likely decide it. The interval shown is
+then at the test's confidence. Every sampled test also reports pass^k, the chance that k
+samples all pass (for k up to 8).
+
 In live mode each sample's requests are recorded anew, so a cassette holds N recordings of
-the same request; in replay they play back in recorded order, one per sample.
+the same request; in replay they play back in recorded order, one per sample (a sequential
+test replays its samples' outcomes, so it stops where it stopped when recorded).
 
 A failing sample (an assertion, a failing verdict, any exception, a bad model response the
 application received) counts against the rate; what is the test's set-up rather than the
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +35,7 @@ from typing import Any
 import pytest
 
 from pytest_harness._report.text import clip, tabulate
+from pytest_harness._sequential import METHOD, Decision, Sprt, pass_hat_ks
 from pytest_harness.errors import (
     CassetteError,
     CassetteMiss,
@@ -56,6 +66,13 @@ def wilson(passes: int, count: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def z_of(confidence: float) -> float:
+    """The normal quantile of a two-sided interval at ``confidence`` (1.96 at 0.95)."""
+    if confidence == 0.95:
+        return Z95
+    return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
+
+
 def required(pass_rate: float, count: int) -> int:
     """The fewest passing samples of ``count`` that reach ``pass_rate``."""
     return max(0, math.ceil(round(pass_rate * count, 9)))
@@ -75,19 +92,25 @@ class Sampling:
     """The samples of one test and how they went.
 
     Attributes:
-        count: samples to run.
+        count: samples to run (at most, when sequential).
         pass_rate: the share of them that must pass.
+        sprt: the sequential test deciding as the samples come (``confidence=``), else None.
+        inconclusive: what an undecided sequential test becomes: fail, xfail or pass.
         ran: samples run so far.
         failures: the failed ones, in order.
         stop: the sample that stopped the sampling (a cassette miss, a wrong setting: the
             test cannot run as written), or None.
+        decided: what the sequential test decided so far, or None.
     """
 
     count: int
     pass_rate: float
+    sprt: Sprt | None = None
+    inconclusive: str = "fail"
     ran: int = 0
     failures: list[SampleFailure] = field(default_factory=list)
     stop: SampleFailure | None = None
+    decided: Decision | None = None
 
     @property
     def passes(self) -> int:
@@ -95,7 +118,21 @@ class Sampling:
 
     @property
     def passed(self) -> bool:
+        """The rate is reached: at the test's confidence when sequential."""
+        if self.sprt is not None:
+            return self.stop is None and self.decided == "pass"
         return self.ran == self.count and self.passes >= required(self.pass_rate, self.count)
+
+    @property
+    def outcome(self) -> str:
+        """``pass``, ``fail``, or ``inconclusive`` (sequential, all samples ran undecided)."""
+        if self.sprt is not None and self.stop is None and self.decided is None:
+            return "inconclusive" if self.ran == self.count else "fail"
+        return "pass" if self.passed else "fail"
+
+    @property
+    def confidence(self) -> float:
+        return 0.95 if self.sprt is None else self.sprt.confidence
 
     def run(
         self,
@@ -105,7 +142,9 @@ class Sampling:
         problem: Callable[[], str | None],
         explain: Callable[[BaseException], str],
     ) -> None:
-        """Run ``once`` for each sample; fail (``pytest.fail``) when the rate is not reached.
+        """Run ``once`` for each sample (until decided, when sequential); fail
+        (``pytest.fail``) when the rate is not reached; an inconclusive test fails, xfails or
+        passes as ``inconclusive`` says.
 
         Args:
             once: the test body.
@@ -116,27 +155,45 @@ class Sampling:
         """
         for number in range(1, self.count + 1):
             starting(number)
-            try:
-                once()
-            except (pytest.skip.Exception, pytest.xfail.Exception):
-                raise  # skipping or xfailing one sample says so of the test
-            except Exception as error:  # any failure is the sample's
-                if find_cause(error, _SETUP_ERRORS) is not None:
-                    self._stopped(number, error)
-                    raise
-                self._failed(number, error, explain)
-            except pytest.fail.Exception as error:
-                self._failed(number, error, explain)
-            except BaseException as error:  # a HarnessStop (a cassette miss), an interrupt
-                self._stopped(number, error)
-                raise
-            else:
-                found = problem()
-                if found is not None:
-                    self.failures.append(SampleFailure(number, found.splitlines()[0], found))
+            self._sample(number, once, problem, explain)
             self.ran = number
+            if self.sprt is not None:
+                self.decided = self.sprt.decide(self.passes, len(self.failures))
+                if self.decided is not None:
+                    break
+        if self.outcome == "inconclusive" and self.inconclusive != "fail":
+            if self.inconclusive == "xfail":
+                pytest.xfail(self.summary())
+            return
         if not self.passed:
             pytest.fail(self.failure_message(), pytrace=False)
+
+    def _sample(
+        self,
+        number: int,
+        once: Callable[[], object],
+        problem: Callable[[], str | None],
+        explain: Callable[[BaseException], str],
+    ) -> None:
+        """Run one sample; keep its failure (the sampling goes on) or stop (re-raised)."""
+        try:
+            once()
+        except (pytest.skip.Exception, pytest.xfail.Exception):
+            raise  # skipping or xfailing one sample says so of the test
+        except Exception as error:  # any failure is the sample's
+            if find_cause(error, _SETUP_ERRORS) is not None:
+                self._stopped(number, error)
+                raise
+            self._failed(number, error, explain)
+        except pytest.fail.Exception as error:
+            self._failed(number, error, explain)
+        except BaseException as error:  # a HarnessStop (a cassette miss), an interrupt
+            self._stopped(number, error)
+            raise
+        else:
+            found = problem()
+            if found is not None:
+                self.failures.append(SampleFailure(number, found.splitlines()[0], found))
 
     def _failed(
         self, number: int, error: BaseException, explain: Callable[[BaseException], str]
@@ -149,18 +206,45 @@ class Sampling:
         # line ends with a colon introducing what follows (a miss: the request) loses.
         self.stop = SampleFailure(number, clip(_line(error).rstrip(":"), 200), "")
 
+    def more_needed(self) -> int | None:
+        """About how many more samples would decide an inconclusive test, or None."""
+        if self.sprt is None or self.outcome != "inconclusive":
+            return None
+        return self.sprt.more_needed(self.passes, len(self.failures))
+
     def summary(self) -> str:
-        """``"7/10 passed (70%, 95% CI 40%-89%), needs 8"``; when a sample stopped the
-        sampling, how many completed and why: ``"no sample of 10 completed: CassetteMiss:
-        ..."``, ``"3 of 10 samples completed (3 passed), then sample 4 stopped: ..."``."""
+        """``"7/10 passed (70%, 95% CI 40%-89%), needs 8"``; sequential: ``"22/23 passed
+        (..., 95% CI ...), rate 80% reached at 95% confidence after 23 of 100 samples"``, or
+        ``"inconclusive: 80/100 passed (...) ...; about 140 more samples would likely decide
+        it"``; when a sample stopped the sampling, how many completed and why: ``"no sample
+        of 10 completed: CassetteMiss: ..."``, ``"3 of 10 samples completed (3 passed), then
+        sample 4 stopped: ..."``."""
         if self.stop is not None:
             return self._stopped_summary(self.stop)
-        low, high = wilson(self.passes, self.ran)
+        low, high = wilson(self.passes, self.ran, z_of(self.confidence))
         rate = self.passes / self.ran if self.ran else 0.0
-        return (
-            f"{self.passes}/{self.ran} passed ({_percent(rate)}, 95% CI "
-            f"{_percent(low)}-{_percent(high)}), needs {required(self.pass_rate, self.count)}"
+        counted = (
+            f"{self.passes}/{self.ran} passed ({_percent(rate)}, {_percent(self.confidence)} "
+            f"CI {_percent(low)}-{_percent(high)})"
         )
+        if self.sprt is None:
+            return f"{counted}, needs {required(self.pass_rate, self.count)}"
+        return self._sequential_summary(counted)
+
+    def _sequential_summary(self, counted: str) -> str:
+        at = f"at {_percent(self.confidence)} confidence"
+        target = f"rate {_percent(self.pass_rate)}"
+        if self.decided is not None:
+            word = "reached" if self.decided == "pass" else "not reached"
+            return f"{counted}, {target} {word} {at} after {self.ran} of {self.count} samples"
+        more = self.more_needed()
+        likely = (
+            f"about {more} more samples would likely decide it"
+            if more is not None
+            else "its rate is within the margin of the target: many more samples, or a wider "
+            "margin, would decide it"
+        )
+        return f"inconclusive: {counted}, {target} undecided {at}; {likely}"
 
     def _stopped_summary(self, stop: SampleFailure) -> str:
         # No rate: the samples that did not run are not failures, and 0 of 0 has no interval.
@@ -173,10 +257,9 @@ class Sampling:
 
     def failure_message(self) -> str:
         """Why a sampled test failed: the rate, the first failure in full, the others briefly."""
-        lines = [
-            f"pytest-harness: {self.summary()} of {self.count} (pass_rate={self.pass_rate:g}).",
-            "Failed samples: " + ", ".join(str(f.sample) for f in self.failures) + ".",
-        ]
+        said = self.summary() if self.sprt is not None else f"{self.summary()} of {self.count}"
+        lines = [f"pytest-harness: {said} ({self._settings()}).{self._fix()}"]
+        lines.append("Failed samples: " + ", ".join(str(f.sample) for f in self.failures) + ".")
         if self.failures:
             first = self.failures[0]
             lines += ["", f"sample {first.sample} failed:", first.full or first.line]
@@ -184,11 +267,28 @@ class Sampling:
             lines += [""] + [f"sample {f.sample}: {clip(f.line, 200)}" for f in self.failures[1:]]
         return "\n".join(lines)
 
+    def _settings(self) -> str:
+        said = f"pass_rate={self.pass_rate:g}"
+        if self.sprt is not None:
+            said += f", confidence={self.sprt.confidence:g}, margin={self.sprt.margin:g}"
+        return said
+
+    def _fix(self) -> str:
+        """For an inconclusive test: what would decide it."""
+        if self.outcome != "inconclusive":
+            return ""
+        more = self.more_needed()
+        samples = f"samples={self.count + more}" if more is not None else "more samples"
+        return (
+            f" Run {samples}, widen margin=, or accept an undecided test with "
+            "inconclusive='xfail' or 'pass'."
+        )
+
     def record(self, test: str) -> dict[str, Any]:
         """The JSON-ready account: the JUnit property, the session table's row."""
-        low, high = wilson(self.passes, self.ran)
+        low, high = wilson(self.passes, self.ran, z_of(self.confidence))
         stop = self.stop
-        return {
+        found = {
             "test": test,
             "samples": self.count,
             "ran": self.ran,
@@ -196,10 +296,22 @@ class Sampling:
             "pass_rate": self.passes / self.ran if self.ran else None,
             "required": self.pass_rate,
             "interval": [round(low, 6), round(high, 6)] if self.ran else None,
-            "outcome": "pass" if self.passed else "fail",
+            "confidence": self.confidence,
+            "outcome": self.outcome,
+            "pass_k": {str(k): round(v, 6) for k, v in pass_hat_ks(self.passes, self.ran).items()},
             "failures": [{"sample": f.sample, "reason": f.line} for f in self.failures],
             "stopped": {"sample": stop.sample, "reason": stop.line} if stop else None,
+            "sequential": None,
         }
+        if self.sprt is not None:
+            found["sequential"] = {
+                "method": METHOD,
+                "margin": self.sprt.margin,
+                "decided": self.decided,
+                "inconclusive": self.inconclusive,
+                "more_needed": self.more_needed(),
+            }
+        return found
 
     def junit_properties(self, test: str) -> list[tuple[str, str]]:
         return [
@@ -209,23 +321,64 @@ class Sampling:
 
 
 def samples_table(records: Sequence[Mapping[str, Any]]) -> str:
-    """The session's sampled tests: passes/N, rate, interval, what was needed, first failure."""
+    """The session's sampled tests: passes/N, rate, interval, what was needed, pass^k, the
+    outcome (``inconclusive`` with how many more samples would likely decide it), and the
+    first failure."""
     rows = []
     for r in records:
         interval, rate = r["interval"], r["pass_rate"]
         rows.append(
             [
                 r["test"],
-                f"{r['passes']}/{r['ran']}",
+                _passed(r),
                 "-" if rate is None else _percent(rate),
-                "-" if interval is None else f"{_percent(interval[0])}-{_percent(interval[1])}",
-                _percent(r["required"]),
-                r["outcome"],
+                "-" if interval is None else _interval(interval, r.get("confidence", 0.95)),
+                _needs(r),
+                _pass_k(r.get("pass_k") or {}),
+                _outcome(r),
                 clip(_first_failure(r), 60),
             ]
         )
-    headers = ["test", "passed", "rate", "95% CI", "needs", "outcome", "first failure"]
+    headers = ["test", "passed", "rate", "CI", "needs", "pass^k", "outcome", "first failure"]
     return tabulate(rows, headers=headers)
+
+
+def _passed(record: Mapping[str, Any]) -> str:
+    """``7/10``; ``22/23 of 100`` when a sequential test stopped early."""
+    said = f"{record['passes']}/{record['ran']}"
+    return said if record["ran"] == record["samples"] else f"{said} of {record['samples']}"
+
+
+def _interval(interval: Sequence[float], confidence: float) -> str:
+    said = f"{_percent(interval[0])}-{_percent(interval[1])}"
+    return said if confidence == 0.95 else f"{said} ({_percent(confidence)})"
+
+
+def _needs(record: Mapping[str, Any]) -> str:
+    """``80%``; sequential: ``80% ±5% @95%`` (the margin, the confidence)."""
+    needs, sequential = _percent(record["required"]), record.get("sequential")
+    if not sequential:
+        return needs
+    return f"{needs} ±{_percent(sequential['margin'])} @{_percent(record['confidence'])}"
+
+
+def _pass_k(pass_k: Mapping[str, float]) -> str:
+    """The largest k's pass^k: ``43% (k=8)``."""
+    if not pass_k:
+        return "-"
+    k = max(pass_k, key=int)
+    return f"{_percent(pass_k[k])} (k={k})"
+
+
+def _outcome(record: Mapping[str, Any]) -> str:
+    """The outcome; an inconclusive one says what it counts as and how far it is from a
+    decision: ``inconclusive (fail), ~140 more``."""
+    outcome, sequential = record["outcome"], record.get("sequential")
+    if outcome != "inconclusive" or not sequential:
+        return str(outcome)
+    more = sequential.get("more_needed")
+    said = f"inconclusive ({sequential['inconclusive']})"
+    return said if more is None else f"{said}, ~{more} more"
 
 
 def _first_failure(record: Mapping[str, Any]) -> str:

@@ -32,6 +32,8 @@ CaptureMode: TypeAlias = Literal["harness", "all"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
 McpStdioMode: TypeAlias = Literal["error", "live"]
 MCP_STDIO_MODES: tuple[McpStdioMode, ...] = ("error", "live")
+InconclusiveMode: TypeAlias = Literal["fail", "xfail", "pass"]
+INCONCLUSIVE_MODES: tuple[InconclusiveMode, ...] = ("fail", "xfail", "pass")
 PruneAction: TypeAlias = Literal["list", "remove"]
 PRUNE_ACTIONS: tuple[PruneAction, ...] = ("list", "remove")
 _Option = TypeVar("_Option", bound=str)
@@ -225,7 +227,10 @@ def _config_error(message: str) -> ConfigError:
 
 ARGUMENTS = (
     "cassette",
+    "confidence",
     "degenerate",
+    "inconclusive",
+    "margin",
     "mcp_stdio",
     "model",
     "pass_rate",
@@ -233,6 +238,7 @@ ARGUMENTS = (
     "samples",
     "timeout",
 )
+_SEQUENTIAL = ("confidence", "margin", "inconclusive")  # sequential sampling's arguments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,6 +252,9 @@ class TestSettings:
     timeout: float | None
     samples: int = 1
     pass_rate: float = 1.0
+    confidence: float | None = None
+    margin: float = 0.05
+    inconclusive: InconclusiveMode = "fail"
     mcp_stdio: McpStdioMode = "error"
 
 
@@ -280,7 +289,6 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         record = choice("@pytest.mark.harness(record=...)", kwargs["record"], RECORD_MODES)
     degenerate = kwargs.get("degenerate", settings.degenerate)
     timeout = kwargs.get("timeout")
-    samples, pass_rate = _sampling(kwargs)
     return TestSettings(
         record=record,
         cassette=cassette,
@@ -289,8 +297,7 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         timeout=settings.timeout
         if timeout is None
         else seconds("@pytest.mark.harness(timeout=...)", timeout),
-        samples=samples,
-        pass_rate=pass_rate,
+        **_sampling(kwargs),
         mcp_stdio=choice(
             "@pytest.mark.harness(mcp_stdio=...)",
             kwargs.get("mcp_stdio", settings.mcp_stdio),
@@ -299,8 +306,9 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
     )
 
 
-def _sampling(kwargs: dict[str, Any]) -> tuple[int, float]:
-    """``samples`` (a whole number from 1) and ``pass_rate`` (above 0, at most 1)."""
+def _sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``samples`` (a whole number from 1), ``pass_rate`` (above 0, at most 1) and, for
+    sequential sampling, ``confidence``, ``margin`` and ``inconclusive``."""
     samples = kwargs.get("samples", 1)
     if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000:
         raise ConfigError(
@@ -308,9 +316,16 @@ def _sampling(kwargs: dict[str, Any]) -> tuple[int, float]:
             f"times the test body runs), got {samples!r}."
         )
     if "pass_rate" not in kwargs:
-        return samples, 1.0
+        given = [name for name in _SEQUENTIAL if name in kwargs]
+        if given:
+            raise ConfigError(
+                f"@pytest.mark.harness({given[0]}=...) needs samples=N and pass_rate=p: it "
+                "decides whether the share of samples passing reaches p, for example "
+                "@pytest.mark.harness(samples=100, pass_rate=0.8, confidence=0.95)."
+            )
+        return {"samples": samples}
     rate = kwargs["pass_rate"]
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+    if not _share(rate) or rate == 0:
         raise ConfigError(
             "@pytest.mark.harness(pass_rate=...) expects the share of samples that must pass, "
             f"above 0 and at most 1 (0.9 for 90%), got {rate!r}."
@@ -321,7 +336,48 @@ def _sampling(kwargs: dict[str, Any]) -> tuple[int, float]:
             f"runs of the test body, for example @pytest.mark.harness(samples=10, "
             f"pass_rate={rate!r})."
         )
-    return samples, float(rate)
+    return {"samples": samples, "pass_rate": float(rate), **_sequential(kwargs, float(rate))}
+
+
+def _sequential(kwargs: dict[str, Any], rate: float) -> dict[str, Any]:
+    """``confidence`` (above 0.5, below 1), ``margin`` (above 0, below ``pass_rate``, at
+    most 0.5) and ``inconclusive`` (fail/xfail/pass), which need ``confidence``."""
+    if "confidence" not in kwargs:
+        given = [name for name in _SEQUENTIAL if name in kwargs]
+        if given:
+            raise ConfigError(
+                f"@pytest.mark.harness({given[0]}=...) belongs to sequential sampling, which "
+                "confidence=... turns on: add it, for example @pytest.mark.harness("
+                f"samples=100, pass_rate={rate:g}, confidence=0.95, {given[0]}=...)."
+            )
+        return {}
+    confidence = kwargs["confidence"]
+    if not _share(confidence) or not 0.5 < confidence < 1:
+        raise ConfigError(
+            "@pytest.mark.harness(confidence=...) expects a level above 0.5 and below 1 "
+            f"(0.95: a wrong verdict at most 5% of the time), got {confidence!r}."
+        )
+    margin = kwargs.get("margin", 0.05)
+    if not _share(margin) or not 0 < margin <= 0.5 or rate - margin <= 0:
+        raise ConfigError(
+            "@pytest.mark.harness(margin=...) expects the difference from pass_rate you do not "
+            f"care about, above 0, at most 0.5 and below pass_rate ({rate:g}), got {margin!r}"
+            f"{'' if 'margin' in kwargs else ' (the default)'}; for example margin=0.05."
+        )
+    return {
+        "confidence": float(confidence),
+        "margin": float(margin),
+        "inconclusive": choice(
+            "@pytest.mark.harness(inconclusive=...)",
+            kwargs.get("inconclusive", "fail"),
+            INCONCLUSIVE_MODES,
+        ),
+    }
+
+
+def _share(value: Any) -> bool:
+    """A real number from 0 to 1 (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
 
 
 def _check_names(kwargs: dict[str, Any], args: tuple[Any, ...]) -> None:

@@ -197,11 +197,13 @@ INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...
 MARKERS: tuple[tuple[str, str], ...] = (
     (
         "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
-        "samples=1, pass_rate=1.0, mcp_stdio=None)",
+        "samples=1, pass_rate=1.0, confidence=None, margin=0.05, inconclusive='fail', "
+        "mcp_stdio=None)",
         "per-test harness settings: cassette name (False: none), degenerate policy "
         "(fail/warn/off), model, record mode (none/new/all), call timeout; run the body `samples` "
-        "times and pass when at least `pass_rate` of them pass; an MCP server over stdio "
-        "(error/live)",
+        "times and pass when at least `pass_rate` of them pass; with `confidence`, stop as soon "
+        "as the samples decide at that confidence (SPRT, indifference `margin`), an undecided "
+        "test being `inconclusive` (fail/xfail/pass); an MCP server over stdio (error/live)",
     ),
     (
         "scenarios(team, input, limit=None)",

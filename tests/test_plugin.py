@@ -33,7 +33,8 @@ def test_markers_are_listed(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "@pytest.mark.harness(cassette=None, degenerate=None, model=None, record=None, "
-            "timeout=None, samples=1, pass_rate=1.0, mcp_stdio=None):*",
+            "timeout=None, samples=1, pass_rate=1.0, confidence=None, margin=0.05, "
+            "inconclusive='fail', mcp_stdio=None):*",
             "@pytest.mark.scenarios(team, input, limit=None):*",
         ]
     )

@@ -123,7 +123,9 @@ def session() -> dict[str, Any]:
                 "pass_rate": 0.7,
                 "required": 0.8,
                 "interval": [0.3968, 0.8922],
+                "confidence": 0.95,
                 "outcome": "fail",
+                "pass_k": {"1": 0.7, "2": 0.466667},
                 "failures": [
                     {"sample": 3, "reason": "AssertionError: Quality verdict: FAIL"},
                     {"sample": 5, "reason": "AssertionError: the reply is empty"},
@@ -370,7 +372,15 @@ def test_a_tribunal_run_shows_its_verdict_each_judges_vote_and_reason_and_its_er
 def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows() -> None:
     page = parse(render(session()))
     sampled, unrecorded = page.find_all("tr", "sampled-test")
-    assert cells(sampled) == [SAMPLED, "7/10", "70.0%", "39.7% - 89.2%", "80.0%", "fail"]
+    assert cells(sampled) == [
+        SAMPLED,
+        "7/10",
+        "70.0%",
+        "39.7% - 89.2% (95.0%)",
+        "80.0%",
+        "k=1 70.0% · k=2 46.7%",
+        "fail",
+    ]
     stop = "none: sample 1 stopped it: CassetteMiss: no recorded intera…"  # clipped, in full below
     assert cells(unrecorded)[1:4] == ["0/0", "n/a", stop]
     stopped = page.find("tbody", "entry", data_test=UNRECORDED).find("li", "stopped-sample")

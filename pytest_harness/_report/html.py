@@ -142,18 +142,24 @@ def agreement(rows: Rows) -> Html:
 
 
 def samples(records: Rows) -> Html:
-    """Sampled tests: passes of N, the rate and its 95% interval, the rate needed, failures."""
-    headers = ["test", "passed", "rate", "95% interval", "needs", "outcome"]
+    """Sampled tests: passes of N, the rate and its interval, the rate needed, pass^k, the
+    outcome (inconclusive: what it counts as, how many more samples would decide), failures."""
+    headers = ["test", "passed", "rate", "interval", "needs", "pass^k", "outcome"]
     body = []
     for r in records:
         ran = r.get("ran", r.get("samples", 0))
+        sequential = r.get("sequential") or {}
+        passed = f"{r.get('passes', 0)}/{ran}"
+        if sequential and ran != r.get("samples"):
+            passed += f" of {r.get('samples')} (decided)"
         row = cells(
             r.get("test"),
-            f"{r.get('passes', 0)}/{ran}",
+            passed,
             percent(r.get("pass_rate")),
             _interval(r),
-            percent(r.get("required")),
-            outcome(r.get("outcome")),
+            _needs(r, sequential),
+            _pass_k(r.get("pass_k") or {}),
+            _sample_outcome(r.get("outcome"), sequential),
         )
         failures = [
             element(
@@ -185,16 +191,42 @@ def samples(records: Rows) -> Html:
 
 
 def _interval(record: Mapping[str, Any]) -> Html | str:
-    """The 95% interval; when no sample ran, why (a sample stopped the sampling)."""
+    """The interval at the test's confidence (95% unless sequential at another); when no
+    sample ran, why (a sample stopped the sampling)."""
     interval = record.get("interval")
     if interval:
         low, high = [*interval, None, None][:2]
-        return f"{percent(low)} - {percent(high)}"
+        return f"{percent(low)} - {percent(high)} ({percent(record.get('confidence', 0.95))})"
     stop = record.get("stopped") or {}
     if stop:
         said = f"none: sample {stop.get('sample')} stopped it: {stop.get('reason')}"
         return element("span", clip(said, REASON_WIDTH), class_="stopped")
     return "n/a - n/a"
+
+
+def _needs(record: Mapping[str, Any], sequential: Mapping[str, Any]) -> str:
+    """The rate needed; sequential: with its margin and confidence, and the method."""
+    needs = percent(record.get("required"))
+    if not sequential:
+        return needs
+    margin, confidence = percent(sequential.get("margin")), percent(record.get("confidence"))
+    return f"{needs} ±{margin} at {confidence} ({sequential.get('method')})"
+
+
+def _pass_k(pass_k: Mapping[str, Any]) -> str:
+    """pass^k for each k: ``k=1 90% · k=2 81% · ...``."""
+    return " · ".join(f"k={k} {percent(v)}" for k, v in pass_k.items()) or "n/a"
+
+
+def _sample_outcome(value: Any, sequential: Mapping[str, Any]) -> Html:
+    """The outcome; inconclusive says what it counts as and how far it is from a decision."""
+    if value != "inconclusive":
+        return outcome(value)
+    label = f"inconclusive (counted as {sequential.get('inconclusive')})"
+    more = sequential.get("more_needed")
+    if more is not None:
+        label += f": about {more} more samples would likely decide it"
+    return outcome("inconclusive", label)
 
 
 def drift(rows: Rows) -> Html:

@@ -367,6 +367,22 @@ def test_a_tribunal_run_shows_its_verdict_each_judges_vote_and_reason_and_its_er
     assert run.find("p", "rule").text.startswith("rule: majority: more than half")
 
 
+def test_the_agreement_section_shows_krippendorffs_alpha_over_the_runs_with_two_votes() -> None:
+    page = parse(render(session()))
+    agreement = page.find("section", id="agreement")
+    headers = [th.text for th in agreement.find_all("th")]
+    assert headers == ["tribunal", "runs (2+ votes)", "agreement", "Krippendorff's alpha"]
+    # Quality's runs: [T, T, T], [T, F] (a third judge errored) and [F, F]. Only [T, F] adds
+    # off the diagonal: o_TF = o_FT = 1 / (2 - 1). n_T = 4, n_F = 3, n = 7.
+    # alpha = 1 - 6 * 2 / (2 * 4 * 3) = 0.5; observed agreement 1 - 2 / 7 = 71.4%.
+    assert cells(agreement.find("tr", "agreement", data_tribunal="Quality")) == [
+        "Quality",
+        "3",
+        "71.4%",
+        "0.500",
+    ]
+
+
 def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows() -> None:
     page = parse(render(session()))
     sampled, unrecorded = page.find_all("tr", "sampled-test")

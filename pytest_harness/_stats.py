@@ -183,20 +183,3 @@ def _coincidences(units: Sequence[Sequence[Hashable]]) -> _Coincidences | None:
 
 def _squares(counts: Counter[Hashable]) -> int:
     return sum(count * count for count in counts.values())
-
-
-def fleiss_kappa(runs: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' kappa over runs (subjects) of pass/fail votes, judges per run may vary.
-
-    None when it is undefined: no run with two or more votes, or every vote in one category.
-    """
-    rated = [run for run in runs if len(run) >= 2]
-    if not rated:
-        return None
-    observed = sum(percent_agreement(run) or 0.0 for run in rated) / len(rated)
-    total = sum(len(run) for run in rated)
-    share_yes = sum(sum(run) for run in rated) / total
-    expected = share_yes**2 + (1 - share_yes) ** 2
-    if math.isclose(expected, 1.0):
-        return None
-    return (observed - expected) / (1 - expected)

@@ -276,7 +276,7 @@ def calibration() -> dict[str, Any]:
             {"judge": "Lenient", **score(0.625, 0.25, 4, 0, 3, 1), "no_verdict": []},
             {"judge": "Strict", **score(0.875, None, 3, 1, 0, 4), "no_verdict": ["item 7"]},
         ],
-        "agreement": {"percent_agreement": 75.0, "fleiss_kappa": 0.467},
+        "agreement": {"percent_agreement": 75.0, "krippendorff_alpha": 0.467},
         "probes": [
             {
                 "judge": "Lenient",
@@ -409,7 +409,8 @@ def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows(
     ]
     assert cells(probes[0])[2:] == ["3/8", "37.5%", "flagged", "item 2, item 4, item 6"]
     assert calibrated.find("p", "flagged-judges").text == "flagged by the bias probes: Lenient"
-    assert "75.0%, Fleiss' kappa 0.467" in calibrated.find("p", "calibration-agreement").text
+    agreed = calibrated.find("p", "calibration-agreement").text
+    assert agreed == "agreement among the judges: 75.0%, Krippendorff's alpha 0.467"
 
     drift = page.find("tr", "drift")
     assert (drift.attrs["data-old"], drift.attrs["data-new"]) == ("pass", "fail")

@@ -484,7 +484,7 @@ def _calibration(record: Mapping[str, Any]) -> Html:
         line = (
             "agreement among the judges: "
             + ("n/a" if agreed is None else f"{agreed:.1f}%")
-            + f", Fleiss' kappa {figure(shared.get('fleiss_kappa'))}"
+            + f", Krippendorff's alpha {figure(shared.get('krippendorff_alpha'))}"
         )
         parts.append(element("p", line, class_="calibration-agreement"))
     if record.get("probes"):

@@ -12,14 +12,33 @@ by chance::
 Kappa is undefined (None) when ``expected`` is 1: every label and every prediction is the
 same verdict, so agreement says nothing about the judge.
 
-Among judges: percent agreement per run, Fleiss' kappa across runs.
+Among judges: percent agreement in one run (the share of judge pairs that voted alike), and
+across runs Krippendorff's alpha, nominal level, which allows missing values: a judge that
+errors leaves its run with fewer votes than the others. Each run is a unit; a unit with
+``m_u >= 2`` values is pairable (one with fewer is dropped), and its ordered pairs of values
+fill the coincidence matrix, each pair weighted ``1 / (m_u - 1)``::
+
+    o_ck = sum over units u of (ordered pairs (c, k) of values in u) / (m_u - 1)
+    n_c = sum over k of o_ck          n = sum over c of n_c   (the pairable values)
+    alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c * n_k
+
+Alpha is 1 when every unit is unanimous, 0 when the judges agree as often as values drawn
+at random from all of theirs would, below 0 when less. It is undefined (None) with no
+pairable unit or when every pairable value is the same (``sum n_c n_k`` is 0). Its observed
+agreement, ``1 - D_o = 1 - sum_{c != k} o_ck / n``, is the share of pairs that match,
+weighting each unit by its number of values (with as many votes in every run: the mean of
+the runs' percent agreement). Source: Krippendorff, K. (2011), "Computing Krippendorff's
+Alpha-Reliability", University of Pennsylvania, https://repository.upenn.edu/asc_papers/43
+(section C: nominal data, any number of observers, missing data).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 
@@ -101,18 +120,66 @@ def percent_agreement(votes: Sequence[bool]) -> float | None:
     return (yes * (yes - 1) + no * (no - 1)) / (count * (count - 1))
 
 
-def fleiss_kappa(runs: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' kappa over runs (subjects) of pass/fail votes, judges per run may vary.
+def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
+    """Krippendorff's alpha, nominal level, of values grouped by unit (missing values allowed).
 
-    None when it is undefined: no run with two or more votes, or every vote in one category.
+    The formula and its source (Krippendorff 2011) are in the module docstring.
+
+    Args:
+        units: each unit's values, however many it got (a run's judge votes); a unit with
+            fewer than two values is not pairable and is left out.
+
+    Returns:
+        Alpha, at most 1; None when undefined: no unit has two values, or every value of
+        the pairable units is the same.
     """
-    rated = [run for run in runs if len(run) >= 2]
-    if not rated:
+    found = _coincidences(units)
+    if found is None or found.expected == 0:
         return None
-    observed = sum(percent_agreement(run) or 0.0 for run in rated) / len(rated)
-    total = sum(len(run) for run in rated)
-    share_yes = sum(sum(run) for run in rated) / total
-    expected = share_yes**2 + (1 - share_yes) ** 2
-    if math.isclose(expected, 1.0):
+    return float(1 - (found.values - 1) * found.disagreeing / found.expected)
+
+
+def observed_agreement(units: Sequence[Sequence[Hashable]]) -> float | None:
+    """Alpha's observed agreement ``1 - D_o``: the share of the pairable units' value pairs
+    that match, each unit weighted by its number of values (None with no pairable unit)."""
+    found = _coincidences(units)
+    if found is None:
         return None
-    return (observed - expected) / (1 - expected)
+    return float(1 - found.disagreeing / found.values)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Coincidences:
+    """What alpha needs from the coincidence matrix of the pairable units (module docstring).
+
+    Attributes:
+        values: n, the number of pairable values.
+        disagreeing: the sum of the matrix's cells off the diagonal, ``sum_{c != k} o_ck``.
+        expected: ``sum_{c != k} n_c * n_k``, that is ``n ** 2 - sum_c n_c ** 2``.
+    """
+
+    values: int
+    disagreeing: Fraction
+    expected: int
+
+
+def _coincidences(units: Sequence[Sequence[Hashable]]) -> _Coincidences | None:
+    """The sums alpha needs, or None when no unit has two or more values."""
+    pairable = [Counter(unit) for unit in units if len(unit) >= 2]
+    if not pairable:
+        return None
+    totals: Counter[Hashable] = Counter()
+    disagreeing = Fraction(0)
+    for counts in pairable:
+        totals.update(counts)
+        size = counts.total()
+        # Ordered pairs of two different values in this unit: m_u^2 - sum_c n_uc^2.
+        disagreeing += Fraction(size * size - _squares(counts), size - 1)
+    values = totals.total()
+    return _Coincidences(
+        values=values, disagreeing=disagreeing, expected=values * values - _squares(totals)
+    )
+
+
+def _squares(counts: Counter[Hashable]) -> int:
+    return sum(count * count for count in counts.values())

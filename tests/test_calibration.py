@@ -103,10 +103,13 @@ def test_each_judge_and_the_panel_scored_against_the_labels(
         "panel": (10, pytest.approx(0.9), pytest.approx(18 / 23), (6, 0, 1, 3)),
     }
     # Agreement among the judges: 5 good items 3-0 (all pairs agree), the other 5 items 2-1
-    # (1 pair of 3 agrees): mean (5 * 1 + 5 * 1/3) / 10 = 2/3. Fleiss: 22 of 30 votes pass,
-    # pe = (22/30)^2 + (8/30)^2 = 137/225; kappa = (2/3 - 137/225) / (88/225) = 13/88.
+    # (1 pair of 3 agrees): mean (5 * 1 + 5 * 1/3) / 10 = 2/3 (every item has 3 votes, so
+    # alpha's observed agreement, which weighs items by votes, is that mean too).
+    # Krippendorff's alpha: each 2-1 item adds o_PF = o_FP = 2 * 1 / (3 - 1) = 1, so
+    # sum_{c != k} o_ck = 10; 22 of n = 30 votes pass, 8 fail:
+    # alpha = 1 - 29 * 10 / (2 * 22 * 8) = 1 - 290 / 352 = 31/176.
     assert calibration.agreement.percent_agreement == pytest.approx(200 / 3)
-    assert calibration.agreement.fleiss_kappa == pytest.approx(13 / 88)
+    assert calibration.agreement.krippendorff_alpha == pytest.approx(31 / 176)
     assert calibration.agreement.items == 10
     record = calibration.record("tests/test_x.py::test_q")
     assert record["panel"]["confusion"] == {
@@ -114,10 +117,18 @@ def test_each_judge_and_the_panel_scored_against_the_labels(
         "fail": {"pass": 1, "fail": 3},
     }
     assert [j["judge"] for j in record["judges"]] == ["Right", "Yes", "Mostly"]
+    assert record["agreement"] == {
+        "percent_agreement": pytest.approx(200 / 3),
+        "krippendorff_alpha": pytest.approx(31 / 176),
+        "items": 10,
+    }
     assert json.loads(json.dumps(record)) == record  # JSON-ready
     table = calibration.table()
     assert "Mostly" in table
-    assert "agreement among the judges: 66.7% over 10 items with 2+ votes" in table
+    assert (
+        "agreement among the judges: 66.7% over 10 items with 2+ votes, "
+        "Krippendorff's alpha 0.176" in table
+    )
 
 
 def test_repeated_judges_are_told_apart_by_position(judges: dict[str, type[Agent]]) -> None:

@@ -122,5 +122,7 @@ def test_thresholds_pass_and_fail_tests_and_the_report_shows_each(suite: pytest.
     }
     assert (yes_man["min_accuracy"], yes_man["outcome"]) == (0.8, "fail")
     assert data["test_careful"]["agreement"]["percent_agreement"] == 100.0
+    # Two identical judges: 6 items pass/pass, 4 fail/fail, nothing off the diagonal.
+    assert data["test_careful"]["agreement"]["krippendorff_alpha"] == 1.0
     tribunals = json.loads((suite.path / "r.json").read_text())["tribunals"]
     assert tribunals == []  # the 30 panels of the calibrations are not reported one by one

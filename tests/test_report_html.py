@@ -278,7 +278,7 @@ def calibration() -> dict[str, Any]:
             {"judge": "Lenient", **score(0.625, 0.25, 4, 0, 3, 1), "no_verdict": []},
             {"judge": "Strict", **score(0.875, None, 3, 1, 0, 4), "no_verdict": ["item 7"]},
         ],
-        "agreement": {"percent_agreement": 75.0, "fleiss_kappa": 0.467},
+        "agreement": {"percent_agreement": 75.0, "krippendorff_alpha": 0.467},
         "probes": [
             {
                 "judge": "Lenient",
@@ -369,6 +369,22 @@ def test_a_tribunal_run_shows_its_verdict_each_judges_vote_and_reason_and_its_er
     assert run.find("p", "rule").text.startswith("rule: majority: more than half")
 
 
+def test_the_agreement_section_shows_krippendorffs_alpha_over_the_runs_with_two_votes() -> None:
+    page = parse(render(session()))
+    agreement = page.find("section", id="agreement")
+    headers = [th.text for th in agreement.find_all("th")]
+    assert headers == ["tribunal", "runs (2+ votes)", "agreement", "Krippendorff's alpha"]
+    # Quality's runs: [T, T, T], [T, F] (a third judge errored) and [F, F]. Only [T, F] adds
+    # off the diagonal: o_TF = o_FT = 1 / (2 - 1). n_T = 4, n_F = 3, n = 7.
+    # alpha = 1 - 6 * 2 / (2 * 4 * 3) = 0.5; observed agreement 1 - 2 / 7 = 71.4%.
+    assert cells(agreement.find("tr", "agreement", data_tribunal="Quality")) == [
+        "Quality",
+        "3",
+        "71.4%",
+        "0.500",
+    ]
+
+
 def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows() -> None:
     page = parse(render(session()))
     sampled, unrecorded = page.find_all("tr", "sampled-test")
@@ -403,7 +419,8 @@ def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows(
     ]
     assert cells(probes[0])[2:] == ["3/8", "37.5%", "flagged", "item 2, item 4, item 6"]
     assert calibrated.find("p", "flagged-judges").text == "flagged by the bias probes: Lenient"
-    assert "75.0%, Fleiss' kappa 0.467" in calibrated.find("p", "calibration-agreement").text
+    agreed = calibrated.find("p", "calibration-agreement").text
+    assert agreed == "agreement among the judges: 75.0%, Krippendorff's alpha 0.467"
 
     drift = page.find("tr", "drift")
     assert (drift.attrs["data-old"], drift.attrs["data-new"]) == ("pass", "fail")

@@ -153,7 +153,13 @@ def test_summary_table_with_verbose_only(suite: pytest.Pytester) -> None:
     ):
         verbose.stdout.fnmatch_lines(["*= pytest-harness tribunals =*", row])
     verbose.stdout.fnmatch_lines(
-        ["*= pytest-harness tribunals =*", "tribunal*runs (2+ votes)*agreement*Fleiss' kappa"]
+        [
+            "*= pytest-harness tribunals =*",
+            "tribunal*runs (2+ votes)*agreement*Krippendorff's alpha",
+            "-*",
+            "Quality*3*55.6%*0.200",  # worked out in test_report_json_and_junit_properties
+            "Shaky*0*n/a*n/a",  # its one run had a single vote: nothing to pair
+        ]
     )
 
 
@@ -174,6 +180,11 @@ def test_report_json_and_junit_properties(suite: pytest.Pytester) -> None:
     # Three runs of three votes: pass/fail/pass twice and fail/fail/fail once.
     assert quality["runs"] == 3
     assert quality["percent_agreement"] == pytest.approx(100 * (1 / 3 + 1 / 3 + 1) / 3)
+    # Krippendorff's alpha: each pass/fail/pass run adds o_PF = o_FP = 2 * 1 / (3 - 1) = 1,
+    # so sum_{c != k} o_ck = 4; n_pass = 4, n_fail = 5, n = 9.
+    # alpha = 1 - (9 - 1) * 4 / (2 * 4 * 5) = 1 - 32 / 40 = 0.2.
+    assert quality["krippendorff_alpha"] == pytest.approx(0.2)
+    assert "fleiss_kappa" not in quality
 
     tree = ET.parse(suite.path / "out" / "junit.xml")
     props = {

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -11,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_harness._agent import AgentResult
-from pytest_harness._stats import fleiss_kappa, percent_agreement
+from pytest_harness._stats import percent_agreement
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal._panel import (
     VALID_STRATEGIES,
@@ -325,57 +323,6 @@ def test_percent_agreement(votes: list[bool], expected: float | None) -> None:
         assert percent_agreement(votes) == pytest.approx(expected)
 
 
-def test_fleiss_kappa_fixed_raters_worked_example() -> None:
-    """Fleiss' kappa, 10 subjects rated pass/fail by 5 raters each, worked by hand.
-
-    Yes counts per subject: 5 4 4 3 0 1 5 2 0 5.
-    P_i = (y(y-1) + n(n-1)) / 20: 1 .6 .6 .4 1 .6 1 .4 1 1, so P-bar = 7.6 / 10 = 0.76.
-    p_yes = 29 / 50 = 0.58, P_e = 0.58^2 + 0.42^2 = 0.5128.
-    kappa = (0.76 - 0.5128) / (1 - 0.5128) = 0.2472 / 0.4872 = 103 / 203.
-    """
-    yes_counts = [5, 4, 4, 3, 0, 1, 5, 2, 0, 5]
-    runs = [[T] * yes + [F] * (5 - yes) for yes in yes_counts]
-    assert fleiss_kappa(runs) == pytest.approx(103 / 203)
-    assert fleiss_kappa(runs) == pytest.approx(0.507389, abs=1e-6)
-
-
-def test_fleiss_kappa_small_example() -> None:
-    """4 subjects, 3 raters: P-bar = (1 + 1/3 + 1 + 1/3) / 4 = 2/3, p = 1/2, kappa = 1/3."""
-    runs = [[T, T, T], [T, T, F], [F, F, F], [T, F, F]]
-    assert fleiss_kappa(runs) == pytest.approx(1 / 3)
-
-
-def test_fleiss_kappa_varying_raters() -> None:
-    """Judges per run may vary: P-bar = (1 + 1/3 + 1) / 3 = 7/9, p = 3/9, kappa = 1/2.
-
-    A run with a single vote carries no agreement and is left out entirely.
-    """
-    runs = [[T, T], [T, F, F], [F, F, F, F]]
-    assert fleiss_kappa(runs) == pytest.approx(0.5)
-    assert fleiss_kappa([*runs, [T]]) == pytest.approx(0.5)
-    assert fleiss_kappa([[F], *runs, []]) == pytest.approx(0.5)
-
-
-def test_fleiss_kappa_worse_than_chance_is_negative() -> None:
-    """Judges that always split: P-bar = 0, p = 1/2, P_e = 1/2, kappa = -1."""
-    assert fleiss_kappa([[T, F], [F, T], [T, F]]) == pytest.approx(-1.0)
-
-
-@pytest.mark.parametrize(
-    "runs",
-    [
-        [],
-        [[]],
-        [[T], [F]],  # no run with two or more votes
-        [[T, T], [T, T, T]],  # every vote in one category
-        [[F, F], [F, F]],
-    ],
-)
-def test_fleiss_kappa_undefined(runs: list[list[bool]]) -> None:
-    """Kappa is None when no run has two votes or every vote is in one category."""
-    assert fleiss_kappa(runs) is None
-
-
 # Properties -----------------------------------------------------------------------------
 
 bool_lists = st.lists(st.booleans(), min_size=2, max_size=30)
@@ -400,47 +347,6 @@ def test_percent_agreement_symmetries(votes: list[bool], random: Any) -> None:
     flipped = [not vote for vote in votes]
     assert percent_agreement(shuffled) == pytest.approx(percent_agreement(votes))
     assert percent_agreement(flipped) == pytest.approx(percent_agreement(votes))
-
-
-@quick
-@given(
-    st.lists(st.tuples(st.booleans(), st.integers(2, 8)), min_size=1, max_size=12).filter(
-        lambda runs: len({value for value, _ in runs}) == 2
-    )
-)
-def test_kappa_of_perfect_agreement_is_one(runs: list[tuple[bool, int]]) -> None:
-    """Runs that are each unanimous, some passing and some failing, give kappa 1."""
-    assert fleiss_kappa([[value] * size for value, size in runs]) == pytest.approx(1.0)
-
-
-def reference_fleiss(table: Sequence[Sequence[int]]) -> float | None:
-    """Fleiss' kappa from a subjects x categories count table (fixed raters per subject)."""
-    subjects = len(table)
-    raters = sum(table[0])
-    per_subject = [(sum(n * n for n in row) - raters) / (raters * (raters - 1)) for row in table]
-    p_bar = sum(per_subject) / subjects
-    shares = [sum(row[j] for row in table) / (subjects * raters) for j in range(len(table[0]))]
-    p_e = sum(share * share for share in shares)
-    return None if math.isclose(p_e, 1.0) else (p_bar - p_e) / (1 - p_e)
-
-
-@quick
-@given(
-    st.integers(2, 7).flatmap(
-        lambda n: st.lists(st.integers(0, n), min_size=1, max_size=15).map(lambda ys: (n, ys))
-    )
-)
-def test_kappa_matches_the_count_table_formula(case: tuple[int, list[int]]) -> None:
-    """With a fixed number of raters, kappa equals the textbook count-table formula."""
-    raters, yes_counts = case
-    runs = [[T] * yes + [F] * (raters - yes) for yes in yes_counts]
-    expected = reference_fleiss([[yes, raters - yes] for yes in yes_counts])
-    kappa = fleiss_kappa(runs)
-    if expected is None:
-        assert kappa is None
-    else:
-        assert kappa == pytest.approx(expected, abs=1e-9)
-        assert kappa <= 1.0 + 1e-12
 
 
 @quick

@@ -122,7 +122,7 @@ def _run_detail(record: Mapping[str, Any]) -> Html:
 
 
 def agreement(rows: Rows) -> Html:
-    """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
+    """Per tribunal: runs with two or more votes, observed agreement, Krippendorff's alpha."""
     body = [
         element(
             "tr",
@@ -130,14 +130,14 @@ def agreement(rows: Rows) -> Html:
                 r.get("tribunal"),
                 r.get("runs", 0),
                 "n/a" if r.get("percent_agreement") is None else f"{r['percent_agreement']:.1f}%",
-                figure(r.get("fleiss_kappa")),
+                figure(r.get("krippendorff_alpha")),
             ),
             class_="agreement",
             data_tribunal=r.get("tribunal"),
         )
         for r in rows
     ]
-    headers = ["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"]
+    headers = ["tribunal", "runs (2+ votes)", "agreement", "Krippendorff's alpha"]
     return section("agreement", "Agreement among judges", table(headers, body))
 
 
@@ -516,7 +516,7 @@ def _calibration(record: Mapping[str, Any]) -> Html:
         line = (
             "agreement among the judges: "
             + ("n/a" if agreed is None else f"{agreed:.1f}%")
-            + f", Fleiss' kappa {figure(shared.get('fleiss_kappa'))}"
+            + f", Krippendorff's alpha {figure(shared.get('krippendorff_alpha'))}"
         )
         parts.append(element("p", line, class_="calibration-agreement"))
     if record.get("probes"):

@@ -50,7 +50,7 @@ def percent(value: float | None) -> str:
 
 
 def figure(value: float | None) -> str:
-    """A kappa to three places, ``n/a`` when undefined."""
+    """A kappa or an alpha to three places, ``n/a`` when undefined."""
     return "n/a" if value is None else f"{value:.3f}"
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness._report.text import OUTCOME, money, seconds, tabulate
-from pytest_harness._stats import fleiss_kappa, percent_agreement
+from pytest_harness._stats import krippendorff_alpha, observed_agreement
 from pytest_harness.errors import describe
 
 if TYPE_CHECKING:
@@ -100,7 +100,8 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per tribunal: runs with two or more votes, mean percent agreement, Fleiss' kappa."""
+    """Per tribunal: its runs with two or more votes, and over them Krippendorff's alpha
+    (nominal) and its observed agreement, as a percentage (``_stats`` has the formula)."""
     by_tribunal: dict[str, list[list[bool]]] = {}
     for r in records:
         votes = [bool(v["passed"]) for v in r["votes"] if v["passed"] is not None]
@@ -109,13 +110,13 @@ def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             by_tribunal[r["tribunal"]].append(votes)
     rows = []
     for name, runs in sorted(by_tribunal.items()):
-        shares = [percent_agreement(run) or 0.0 for run in runs]
+        agreed = observed_agreement(runs)
         rows.append(
             {
                 "tribunal": name,
                 "runs": len(runs),
-                "percent_agreement": 100 * sum(shares) / len(shares) if shares else None,
-                "fleiss_kappa": fleiss_kappa(runs),
+                "percent_agreement": None if agreed is None else 100 * agreed,
+                "krippendorff_alpha": krippendorff_alpha(runs),
             }
         )
     return rows
@@ -127,11 +128,12 @@ def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
             row["tribunal"],
             row["runs"],
             "n/a" if row["percent_agreement"] is None else f"{row['percent_agreement']:.1f}%",
-            "n/a" if row["fleiss_kappa"] is None else f"{row['fleiss_kappa']:.3f}",
+            "n/a" if row["krippendorff_alpha"] is None else f"{row['krippendorff_alpha']:.3f}",
         ]
         for row in rows
     ]
-    return tabulate(shown, headers=["tribunal", "runs (2+ votes)", "agreement", "Fleiss' kappa"])
+    headers = ["tribunal", "runs (2+ votes)", "agreement", "Krippendorff's alpha"]
+    return tabulate(shown, headers=headers)
 
 
 def _plain(value: Any) -> Any:

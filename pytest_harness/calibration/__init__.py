@@ -2,7 +2,7 @@
 
 ``calibrate(Tribunal, "labels.jsonl")`` asks the tribunal about every labelled item and
 scores each judge and the panel against the labels (accuracy, Cohen's kappa), measures how
-the judges agree (Fleiss' kappa), then re-asks with bias probes (``Examples``,
+the judges agree (Krippendorff's alpha), then re-asks with bias probes (``Examples``,
 ``Position``, ``Padding``, a ``Perturbation`` of your own, or any ``Probe``) that must not
 move a fair verdict. ``assert_calibrated`` fails the test below ``min_accuracy`` /
 ``min_kappa`` or when a probe flags a judge.

@@ -15,7 +15,7 @@ the session table, the JSON and HTML reports)::
         "errors": {"line 7": "AllAgentsFailed: ..."}
       },
       "judges": [{"judge": "Lenient", ...the panel's fields...}, ...],   # panel order
-      "agreement": {"percent_agreement": 86.7, "fleiss_kappa": 0.61, "items": 200},
+      "agreement": {"percent_agreement": 86.7, "krippendorff_alpha": 0.61, "items": 200},
       "probes": [{"judge": "Lenient", "probe": "position", "flips": 9, "applicable": 40,
                   "rate": 0.225, "flagged": true, "items": ["pair-3", ...]}],
       "flagged": ["Lenient"],
@@ -28,7 +28,8 @@ the session table, the JSON and HTML reports)::
 ``confusion`` maps the label, then the prediction, to a count ("pass" is positive: TP is
 ``["pass"]["pass"]``, FN ``["pass"]["fail"]``, FP ``["fail"]["pass"]``, TN
 ``["fail"]["fail"]``). Accuracy and rates are shares (0 to 1); ``percent_agreement`` is a
-percentage, as in the tribunals' agreement table. Judges are named by their agent's name,
+percentage, as in the tribunals' agreement table, and like it the observed agreement of
+Krippendorff's alpha (Krippendorff 2011, nominal). Judges are named by their agent's name,
 ``#2``, ``#3`` added when a name repeats in the panel.
 
 The figures (``Score``, ``Agreement``, ``ProbeResult``) are here too.
@@ -43,7 +44,7 @@ from typing import Any
 
 from pytest_harness import _stats as stats
 from pytest_harness._report.text import CALIBRATION_PROPERTY, clip, figure, percent, tabulate
-from pytest_harness._stats import Confusion, fleiss_kappa, percent_agreement
+from pytest_harness._stats import Confusion, krippendorff_alpha, observed_agreement
 from pytest_harness.calibration._labels import Labelled
 from pytest_harness.errors import ConfigError
 
@@ -122,7 +123,7 @@ class Calibration:
             "judges": [{"judge": score.judge, **score.record()} for score in self.judges],
             "agreement": {
                 "percent_agreement": self.agreement.percent_agreement,
-                "fleiss_kappa": self.agreement.fleiss_kappa,
+                "krippendorff_alpha": self.agreement.krippendorff_alpha,
                 "items": self.agreement.items,
             },
             "probes": [result.record() for result in self.probes],
@@ -149,7 +150,7 @@ class Calibration:
         agreed = "n/a" if shared.percent_agreement is None else f"{shared.percent_agreement:.1f}%"
         lines.append(
             f"agreement among the judges: {agreed} over {shared.items} items with 2+ votes, "
-            f"Fleiss' kappa {figure(shared.fleiss_kappa)}"
+            f"Krippendorff's alpha {figure(shared.krippendorff_alpha)}"
         )
         if self.probes:
             lines += ["", f"bias probes (flagged above a flip rate of {self.max_flip_rate:.0%}):"]
@@ -286,24 +287,34 @@ class Score:
 class Agreement:
     """How much the judges agree among themselves, whatever the labels say.
 
+    Over the items with two or more votes (a judge that failed on an item has no vote
+    there), as Krippendorff's alpha, nominal level, which allows such missing votes.
+
     Attributes:
-        percent_agreement: the mean, over items with two or more votes, of the share of
-            judge pairs that voted alike, as a percentage (None without such items).
-        fleiss_kappa: that agreement corrected for chance (None when undefined).
+        percent_agreement: the share of pairs of votes on the same item that match, each
+            item weighted by its number of votes (alpha's observed agreement; with every
+            vote cast, the mean over items of the share of judge pairs that voted alike),
+            as a percentage (None without such items).
+        krippendorff_alpha: that agreement corrected for chance: 1 when every item's votes
+            are unanimous, 0 at chance (None when undefined: no such item, or every vote
+            the same).
         items: the items with two or more votes.
     """
 
     percent_agreement: float | None
-    fleiss_kappa: float | None
+    krippendorff_alpha: float | None
     items: int
 
     @classmethod
     def of(cls, runs: Sequence[Sequence[bool]]) -> Agreement:
         """From each item's votes (the judges that voted)."""
         rated = [run for run in runs if len(run) >= 2]
-        shares = [percent_agreement(run) or 0.0 for run in rated]
-        mean = 100 * sum(shares) / len(shares) if shares else None
-        return cls(percent_agreement=mean, fleiss_kappa=fleiss_kappa(rated), items=len(rated))
+        agreed = observed_agreement(rated)
+        return cls(
+            percent_agreement=None if agreed is None else 100 * agreed,
+            krippendorff_alpha=krippendorff_alpha(rated),
+            items=len(rated),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

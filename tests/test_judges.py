@@ -542,3 +542,18 @@ def test_the_position_probe_flags_a_pairwise_judge_that_prefers_the_first(
     assert (probe.flips, probe.applicable, probe.flagged) == (10, 10, True)
     assert biased.flagged == ("Pairwise",)
     assert biased.panel.accuracy == 0.5
+
+
+def test_a_malformed_statements_reply_is_a_judge_output_error(server: LoopbackServer) -> None:
+    server.queue(Reply(content=json.dumps({"claims": ["A."]})))
+    with pytest.raises(JudgeOutputError, match=r"'statements' is a required property"):
+        ask(on(server, Faithfulness), "A.", question="Q?", retrieved_context="A.")
+    assert len(server.requests) == 1
+
+
+def test_a_verdict_cut_off_at_the_token_limit_says_so(server: LoopbackServer) -> None:
+    server.queue(Reply(content="Assistant A explains the steps, while", finish_reason="length"))
+    capped = on(server, Pairwise, params={**server.params, "max_tokens": 12})
+    with pytest.raises(JudgeOutputError, match=r"cut off at the token limit") as caught:
+        ask(capped, PAIR, question="q")
+    assert 'raise "max_tokens" in the agent\'s params (it is 12 now)' in str(caught.value)

@@ -10,6 +10,15 @@ the judges whose votes changed), in the terminal and the JSON report.
 Runs are matched by tribunal and occurrence: the third run of ``Quality`` in a test (in a
 sampled test, over all its samples) is ``Quality#3``, in the old recording and the new.
 
+Scores: a judge that gives a numeric score and the threshold it passes at (the judges of
+``pytest_harness.judges`` do; ``Vote.score``, ``Vote.threshold``) has them kept too
+(``scores``, only when some judge has one, so other cassettes keep their shape). A verdict
+that held is still a row when such a judge's score moved: **across** its threshold (the
+judge's vote flipped), or **toward** it by at least ``TOWARD`` of the distance it had (a
+score of 5 with a threshold of 3 that is now 4). Scores are compared with each
+recording's own threshold, so a changed threshold is taken into account. A row says why it
+is there: ``"drift": "flip"`` (the verdict flipped) or ``"score"`` (it held; a score moved).
+
 Plain data in and out: the cassette's file is ``cassettes.files``'s business.
 """
 
@@ -27,6 +36,10 @@ from pytest_harness.errors import CassetteError
 
 DRIFT_PROPERTY = "harness_drift"
 METADATA_KEY = "verdicts"
+# A score is reported as moving toward its threshold when it covered at least this share of
+# the distance it had to it: half. A share, not an amount, so that it means the same for a
+# 1-5 rubric and a 0-1 ratio; small moves of a score far from its threshold are noise.
+TOWARD = 0.5
 
 
 def entries(records: Sequence[Mapping[str, Any]], run_id: str | None = None) -> dict[str, Any]:
@@ -40,14 +53,16 @@ def entries(records: Sequence[Mapping[str, Any]], run_id: str | None = None) -> 
     runs = []
     for record in records:
         seen[record["tribunal"]] += 1
-        runs.append(
-            {
-                "key": f"{record['tribunal']}#{seen[record['tribunal']]}",
-                "sample": record.get("sample"),
-                "outcome": record["outcome"],
-                "votes": judge_votes(record["votes"]),
-            }
-        )
+        run = {
+            "key": f"{record['tribunal']}#{seen[record['tribunal']]}",
+            "sample": record.get("sample"),
+            "outcome": record["outcome"],
+            "votes": judge_votes(record["votes"]),
+        }
+        scores = judge_scores(record["votes"])
+        if scores:
+            run["scores"] = scores
+        runs.append(run)
     return {"runs": runs}
 
 
@@ -55,6 +70,33 @@ def judge_votes(votes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``{judge: passed}`` in panel order; a repeated judge name gets ``#2``, ``#3``."""
     labels = judge_labels(vote["agent"] for vote in votes)
     return {label: vote["passed"] for label, vote in zip(labels, votes, strict=True)}
+
+
+def judge_scores(votes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{judge: {"score": s, "threshold": t}}`` for the judges that gave a numeric score."""
+    labels = judge_labels(vote["agent"] for vote in votes)
+    return {
+        label: {"score": vote["score"], "threshold": vote.get("threshold")}
+        for label, vote in zip(labels, votes, strict=True)
+        if vote.get("score") is not None
+    }
+
+
+def moved(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str | None:
+    """How a judge's score moved against its threshold: ``"across"``, ``"toward"`` or None.
+
+    Each score is read against its own recording's threshold; a score without one, or a
+    judge scored in one recording only, has not moved.
+    """
+    if not old or not new or old.get("threshold") is None or new.get("threshold") is None:
+        return None
+    before = old["score"] - old["threshold"]
+    after = new["score"] - new["threshold"]
+    if (before >= 0) != (after >= 0):
+        return "across"
+    if abs(after) < abs(before) and abs(before) - abs(after) >= TOWARD * abs(before):
+        return "toward"
+    return None
 
 
 def compare(
@@ -117,14 +159,12 @@ def _flips(
     rows = []
     for run in new:
         earlier = before.get(run["key"])
-        if earlier is None or earlier["outcome"] == run["outcome"]:
+        if earlier is None:
             continue
-        judges = dict.fromkeys([*earlier["votes"], *run["votes"]])  # panel order, once each
-        changed = [
-            {"judge": judge, "old": earlier["votes"].get(judge), "new": run["votes"].get(judge)}
-            for judge in judges
-            if earlier["votes"].get(judge) != run["votes"].get(judge)
-        ]
+        changed = _changed_judges(earlier, run)
+        flipped = earlier["outcome"] != run["outcome"]
+        if not flipped and not any(judge.get("moved") for judge in changed):
+            continue
         rows.append(
             {
                 "test": test,
@@ -133,11 +173,44 @@ def _flips(
                 "sample": run.get("sample"),
                 "old": earlier["outcome"],
                 "new": run["outcome"],
-                "judges": changed,
+                "drift": "flip" if flipped else "score",
+                "judges": changed if flipped else [j for j in changed if j.get("moved")],
                 "cassette": str(path),
             }
         )
     return rows
+
+
+def _changed_judges(earlier: Mapping[str, Any], run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The judges whose vote changed or whose score moved, in panel order, once each."""
+    votes = (earlier["votes"], run["votes"])
+    scores = (earlier.get("scores") or {}, run.get("scores") or {})
+    changed = []
+    for judge in dict.fromkeys([*votes[0], *votes[1]]):
+        entry: dict[str, Any] = {
+            "judge": judge,
+            "old": votes[0].get(judge),
+            "new": votes[1].get(judge),
+        }
+        old_score, new_score = scores[0].get(judge), scores[1].get(judge)
+        how = moved(old_score, new_score)
+        if old_score or new_score:
+            entry.update(_score_fields(old_score, new_score, how))
+        if entry["old"] != entry["new"] or how:
+            changed.append(entry)
+    return changed
+
+
+def _score_fields(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, how: str | None
+) -> dict[str, Any]:
+    return {
+        "old_score": (old or {}).get("score"),
+        "new_score": (new or {}).get("score"),
+        "old_threshold": (old or {}).get("threshold"),
+        "new_threshold": (new or {}).get("threshold"),
+        "moved": how,
+    }
 
 
 def junit_properties(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -145,18 +218,33 @@ def junit_properties(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]
 
 
 def drift_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The flipped verdicts: test, tribunal run, old -> new, the judges whose votes changed."""
+    """The drifted verdicts: test, tribunal run, old -> new, the judges that moved."""
     shown = [
         [
             r["test"],
             r["key"] if r.get("sample") is None else f"{r['key']} (sample {r['sample']})",
             f"{r['old']} -> {r['new']}",
-            ", ".join(f"{j['judge']}: {_vote(j['old'])} -> {_vote(j['new'])}" for j in r["judges"])
-            or "-",
+            ", ".join(_judge(j) for j in r["judges"]) or "-",
         ]
         for r in rows
     ]
-    return tabulate(shown, headers=["test", "tribunal", "verdict", "judges whose votes changed"])
+    headers = ["test", "tribunal", "verdict", "judges whose votes or scores moved"]
+    return tabulate(shown, headers=headers)
+
+
+def _judge(change: Mapping[str, Any]) -> str:
+    """``Fair: pass -> fail``; with scores ``Rubric: 5 -> 4, moved toward the threshold 3``."""
+    vote = f"{change['judge']}: {_vote(change['old'])} -> {_vote(change['new'])}"
+    if change.get("old_score") is None or change.get("new_score") is None:
+        return vote
+    scores = f"{change['old_score']:g} -> {change['new_score']:g}"
+    threshold = change.get("new_threshold")
+    where = f" {threshold:g}" if threshold is not None else ""
+    if change.get("moved") == "toward":
+        return f"{change['judge']}: {scores}, moved toward the threshold{where}"
+    if change.get("moved") == "across":
+        return f"{vote} ({scores}, across the threshold{where})"
+    return f"{vote} ({scores})"
 
 
 def _vote(passed: bool | None) -> str:

@@ -199,3 +199,163 @@ def test_runs_match_by_tribunal_and_occurrence() -> None:
         ("R#1", 2),
     ]
     assert kept["runs"][1]["votes"] == {"J": False, "J#2": True}
+
+
+# Scores: a judge's score moving toward or across its threshold ---------------------------
+
+SCORED_SUITE = """
+from pytest_harness import Tribunal
+from pytest_harness.judges import Rubric
+
+class Clarity(Rubric):
+    model = "openai/loopback"
+    params = {{"api_base": "{url}", "api_key": "loopback-not-a-secret"}}
+    criteria = "the reply is easy to follow"
+    steps = ["Read the reply.", "Score how easy it is to follow."]
+    threshold = 3
+
+class Clear(Tribunal):
+    agents = [Clarity]
+
+def test_a(harness):
+    harness.verdict(Clear, "reply a")
+
+def test_b(harness):
+    harness.verdict(Clear, "reply b")
+
+def test_c(harness):
+    harness.verdict(Clear, "reply c")
+"""
+
+
+class Scores:
+    """The scripted rubric: the score of each reply, from ``table``."""
+
+    def __init__(self, table: dict[str, int]) -> None:
+        self.table = dict(table)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        reply = next(reply for reply in self.table if f"Response:\n\n{reply}" in prompt)
+        return Reply(content=json.dumps({"reason": "scripted", "score": self.table[reply]}))
+
+
+def record_scored(pytester: pytest.Pytester, scores: Scores, *args: str) -> pytest.RunResult:
+    with LoopbackServer(handler=scores) as server:
+        pytester.makepyfile(test_scored=SCORED_SUITE.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-live", *args)
+
+
+def test_scores_that_moved_toward_or_across_the_threshold_are_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    scores = Scores({"reply a": 5, "reply b": 4, "reply c": 4})
+    record_scored(pytester, scores).assert_outcomes(passed=3)
+    cassette = json.loads((pytester.path / "cassettes/test_scored/test_a.yaml").read_text())
+    (kept,) = cassette["metadata"]["verdicts"].values()
+    assert kept["runs"][0]["scores"] == {"Clarity": {"score": 5.0, "threshold": 3.0}}
+
+    scores.table.update({"reply a": 4, "reply b": 2, "reply c": 5})  # toward, across, away
+    result = record_scored(pytester, scores, "--harness-report=r.json")
+    result.assert_outcomes(passed=3)
+    rows = sorted(json.loads((pytester.path / "r.json").read_text())["drift"], key=_by_test)
+    assert [(r["test"], r["drift"], r["old"], r["new"]) for r in rows] == [
+        ("test_scored.py::test_a", "score", "pass", "pass"),
+        ("test_scored.py::test_b", "flip", "pass", "fail"),
+    ]
+    assert [j["moved"] for r in rows for j in r["judges"]] == ["toward", "across"]
+    assert rows[1]["judges"] == [
+        {
+            "judge": "Clarity",
+            "old": True,
+            "new": False,
+            "old_score": 4.0,
+            "new_score": 2.0,
+            "old_threshold": 3.0,
+            "new_threshold": 3.0,
+            "moved": "across",
+        }
+    ]
+    text = result.stdout.str()
+    table = text[text.index("pytest-harness verdict drift") :]
+    toward = "Clarity: 5 -> 4, moved toward the threshold 3"
+    assert f"test_scored.py::test_a  Clear#1     pass -> pass  {toward}" in table
+    assert "pass -> fail  Clarity: pass -> fail (4 -> 2, across the threshold 3)" in table
+    assert "test_c" not in table
+
+
+def _by_test(row: dict[str, Any]) -> str:
+    return str(row["test"])
+
+
+def scored(outcome: str, **judges: tuple[bool, float, float]) -> dict[str, Any]:
+    """A kept run whose judges have (passed, score, threshold)."""
+    return {
+        "key": "Q#1",
+        "sample": None,
+        "outcome": outcome,
+        "votes": {judge: passed for judge, (passed, _, _) in judges.items()},
+        "scores": {j: {"score": s, "threshold": t} for j, (_, s, t) in judges.items()},
+    }
+
+
+def compare_runs(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    previous = header({"t": {"runs": [old]}})
+    return drift.compare(previous, {"runs": [new]}, test="t", path=Path("x"), shared=False)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ((5.0, 3.0), (4.0, 3.0), "toward"),  # half of the distance: reported
+        ((4.0, 3.0), (3.0, 3.0), "toward"),  # on the threshold, still passing
+        ((1.0, 0.5), (0.8, 0.5), None),  # 0.5 -> 0.3 of distance: less than half
+        ((0.1, 0.5), (0.4, 0.5), "toward"),  # from below, still failing
+        ((4.0, 3.0), (5.0, 3.0), None),  # away from it
+        ((3.0, 3.0), (2.0, 3.0), "across"),
+        ((0.4, 0.5), (0.5, 0.5), "across"),
+        ((0.8, 0.5), (0.8, 0.9), "across"),  # the threshold moved over the score
+        ((4.0, None), (3.0, 3.0), None),  # no threshold to move toward
+    ],
+)
+def test_how_a_score_moved(
+    old: tuple[float, float | None], new: tuple[float, float | None], expected: str | None
+) -> None:
+    before = {"score": old[0], "threshold": old[1]}
+    after = {"score": new[0], "threshold": new[1]}
+    assert drift.moved(before, after) == expected
+    assert drift.moved(None, after) is None
+
+
+def test_a_held_verdict_is_a_row_only_when_a_score_moved() -> None:
+    # a panel of two: Lax crossed its threshold, the verdict (at_least 1) held: a score row
+    old = scored("pass", Lax=(True, 0.9, 0.5), Firm=(True, 0.95, 0.9))
+    new = scored("pass", Lax=(False, 0.4, 0.5), Firm=(True, 0.95, 0.9))
+    (row,) = compare_runs(old, new)
+    assert (row["drift"], row["old"], row["new"]) == ("score", "pass", "pass")
+    assert [(j["judge"], j["moved"]) for j in row["judges"]] == [("Lax", "across")]
+    # a score that moved a little, and the same verdict: nothing to say
+    little = scored("pass", Lax=(True, 0.85, 0.5), Firm=(True, 0.95, 0.9))
+    assert compare_runs(old, little) == []
+
+
+def test_a_flipped_verdict_lists_changed_votes_with_their_scores() -> None:
+    old = scored("pass", Lax=(True, 0.9, 0.5), Firm=(True, 0.95, 0.9))
+    new = scored("fail", Lax=(True, 0.9, 0.5), Firm=(False, 0.5, 0.9))
+    (row,) = compare_runs(old, new)
+    assert row["drift"] == "flip"
+    assert [(j["judge"], j["old_score"], j["new_score"]) for j in row["judges"]] == [
+        ("Firm", 0.95, 0.5)
+    ]
+    assert "Firm: pass -> fail (0.95 -> 0.5, across the threshold 0.9)" in drift.drift_table([row])
+
+
+def test_verdicts_without_scores_keep_their_shape_and_rows() -> None:
+    yes = {"agent": "J", "passed": True, "score": None, "threshold": None}
+    (run,) = drift.entries([{"tribunal": "Q", "outcome": "pass", "votes": [yes]}])["runs"]
+    assert "scores" not in run
+    no = {**run, "outcome": "fail", "votes": {"J": False}}
+    (row,) = compare_runs(run, no)
+    assert row["judges"] == [{"judge": "J", "old": True, "new": False}]
+    assert "J: pass -> fail" in drift.drift_table([row])

@@ -146,6 +146,16 @@ NAMESPACES = {
         "assert_calibrated",
         "calibrate",
     ],
+    "pytest_harness.judges": [
+        "AnswerRelevance",
+        "FactualAgreement",
+        "Faithfulness",
+        "Judge",
+        "Pairwise",
+        "Rubric",
+        "ToolCallMatch",
+        "labelled_set",
+    ],
     "pytest_harness.testing": ["LoopbackServer", "Reply", "ReplyHandler", "ToolCallSpec"],
 }
 

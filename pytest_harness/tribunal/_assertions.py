@@ -13,7 +13,7 @@ from typing import Any
 from pytest_harness._agent import AgentResult
 from pytest_harness._report.text import REASON_WIDTH, clip, seconds, tabulate
 from pytest_harness.errors import AllAgentsFailed, ConfigError, describe
-from pytest_harness.tribunal._panel import Verdict
+from pytest_harness.tribunal._panel import Verdict, Vote
 from pytest_harness.tribunal._tribunal import Tribunal
 
 
@@ -124,7 +124,7 @@ def vote_table(verdict: Verdict) -> str:
         [
             vote.agent,
             vote.model or "",
-            _vote_text(vote.vote, vote.passed),
+            _vote_text(vote.vote, vote.passed) + _score_text(vote),
             clip(vote.reason or "", REASON_WIDTH),
             seconds(vote.time),
             vote.tokens,
@@ -139,3 +139,11 @@ def _vote_text(vote: Any, passed: bool | None) -> str:
         return repr(vote)
     mark = "pass" if passed else "FAIL"
     return mark if isinstance(vote, bool) else f"{mark} ({vote!r})"
+
+
+def _score_text(vote: Vote) -> str:
+    """A judge's score against its threshold, when it gave one: ``(score 2, needs 3)``."""
+    if vote.score is None:
+        return ""
+    needs = f", needs {vote.threshold:g}" if vote.threshold is not None else ""
+    return f" (score {vote.score:g}{needs})"

@@ -38,7 +38,12 @@ Evaluator: TypeAlias = Callable[[Any], Any]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Vote:
-    """One judge's vote in a verdict."""
+    """One judge's vote in a verdict.
+
+    ``score`` and ``threshold`` are the judge's numeric score and the score it passes at,
+    when its reply has them (the ready-made judges of ``pytest_harness.judges`` do), else
+    None; verdict drift compares them between recordings.
+    """
 
     agent: str
     model: str | None
@@ -48,6 +53,8 @@ class Vote:
     time: float | None
     tokens: int
     cost: float | None
+    score: float | None = None
+    threshold: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,7 +185,18 @@ def _vote(result: Any, strategy: Strategy, evaluate: Evaluator, *, shown_only: b
         time=getattr(result, "execution_time", None),
         tokens=getattr(result, "tokens", 0) or 0,
         cost=getattr(result, "cost", None),
+        score=_number(result, "score"),
+        threshold=_number(result, "threshold"),
     )
+
+
+def _number(result: Any, key: str) -> float | None:
+    """A numeric field of a judge's parsed reply (``score``, ``threshold``), else None."""
+    processed = getattr(result, "processed", None)
+    value = processed.get(key) if isinstance(processed, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 def default_vote(result: Any) -> Any:

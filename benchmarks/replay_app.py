@@ -26,6 +26,8 @@ message and a user message holding the index, about 1 KB of request body), each 
 3. Order: at N=1,000, each round's K sampled prompts also replayed in recorded order and in
    reverse order (two more batches of the round); the ratio reversed / recorded.
 4. Load: ``store.load(...)`` of the 1,000-interaction file, median over rounds.
+5. The trajectory: after each replay batch, ``harness.trajectory``'s reading of the batch's
+   traffic (requests, answers, tool calls and results) is timed apart, per call.
 
 Run::
 
@@ -135,19 +137,33 @@ def timed_batch(client: openai.OpenAI, indices: list[int]) -> list[Timing]:
         gc.enable()
 
 
+TRAJECTORIES: list[Timing] = []  # reading each replay batch's trajectory, per call
+
+
 def replay_batch(path: Path, client: openai.OpenAI, indices: list[int]) -> list[Timing]:
     """Open a fresh replay slot (not timed), time the calls, close it.
 
     The slot shows every reply to a test's traffic watch, as in a test: each replayed
-    response is recognised, checked and counted inside the timed call.
+    response is recognised, checked and counted inside the timed call, and kept for the
+    test's trajectory. After the calls, the trajectory is read as ``harness.trajectory``
+    reads it (timed apart, per call, into ``TRAJECTORIES``).
     """
+    watch = TrafficWatch("bench")
     slot = make_slot(path, "none")
-    slot.on_response = TrafficWatch("bench").seen
+    slot.on_response = watch.seen
+    slot.on_tool_run = watch.tool_run
     slot.open()
     try:
-        return timed_batch(client, indices)
+        timings = timed_batch(client, indices)
     finally:
         slot.close(keep=False)
+    cpu, start = time.process_time_ns(), time.perf_counter_ns()
+    trajectory = watch.trajectory()
+    wall, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu
+    if len(trajectory.requests) != len(indices):
+        raise RuntimeError(f"the trajectory holds {len(trajectory.requests)} requests")
+    TRAJECTORIES.append((wall / 1e6 / len(indices), cpu / 1e6 / len(indices)))
+    return timings
 
 
 def floor_batch(client: openai.OpenAI, indices: list[int]) -> list[Timing]:
@@ -288,6 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     print(tabulate(checks, headers=check_headers, floatfmt=".2f"))
     over = [f"per call at N={row[0]}" for row in rows if row[-1] == "OVER"]
     over += [str(row[0]) for row in checks if row[-1] == "OVER"]
+    read, read_cpu = medians(TRAJECTORIES)
+    print(
+        f"\nharness.trajectory read after each replayed batch (not in the figures above): "
+        f"{read:.3f} ms wall, {read_cpu:.3f} ms CPU per call (median of {len(TRAJECTORIES)} "
+        "batches)"
+    )
     print("OVER target: " + ", ".join(over) if over else "All targets met.")
     return 0
 

@@ -49,7 +49,7 @@ SAMPLES_PROPERTY = "harness_samples"
 LINE_PROPERTY = "harness_pass_rate"
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
 # Not the feature's fault: the test cannot run as written, so sampling stops.
-_SETUP_ERRORS = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)
+SETUP_ERRORS = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)
 
 
 def wilson(passes: int, count: int, z: float = Z95) -> tuple[float, float]:
@@ -96,6 +96,7 @@ class Sampling:
         pass_rate: the share of them that must pass.
         sprt: the sequential test deciding as the samples come (``confidence=``), else None.
         inconclusive: what an undecided sequential test becomes: fail, xfail or pass.
+        unit: what its samples are called in its summary (a dataset gate's are cases).
         ran: samples run so far.
         failures: the failed ones, in order.
         stop: the sample that stopped the sampling (a cassette miss, a wrong setting: the
@@ -107,6 +108,7 @@ class Sampling:
     pass_rate: float
     sprt: Sprt | None = None
     inconclusive: str = "fail"
+    unit: str = "samples"
     ran: int = 0
     failures: list[SampleFailure] = field(default_factory=list)
     stop: SampleFailure | None = None
@@ -181,7 +183,7 @@ class Sampling:
         except (pytest.skip.Exception, pytest.xfail.Exception):
             raise  # skipping or xfailing one sample says so of the test
         except Exception as error:  # any failure is the sample's
-            if find_cause(error, _SETUP_ERRORS) is not None:
+            if find_cause(error, SETUP_ERRORS) is not None:
                 self._stopped(number, error)
                 raise
             self._failed(number, error, explain)
@@ -224,25 +226,26 @@ class Sampling:
         low, high = wilson(self.passes, self.ran, z_of(self.confidence))
         rate = self.passes / self.ran if self.ran else 0.0
         counted = (
-            f"{self.passes}/{self.ran} passed ({_percent(rate)}, {_percent(self.confidence)} "
-            f"CI {_percent(low)}-{_percent(high)})"
+            f"{self.passes}/{self.ran} passed ({percent(rate)}, {percent(self.confidence)} "
+            f"CI {percent(low)}-{percent(high)})"
         )
         if self.sprt is None:
             return f"{counted}, needs {required(self.pass_rate, self.count)}"
         return self._sequential_summary(counted)
 
     def _sequential_summary(self, counted: str) -> str:
-        at = f"at {_percent(self.confidence)} confidence"
-        target = f"rate {_percent(self.pass_rate)}"
+        at = f"at {percent(self.confidence)} confidence"
+        target = f"rate {percent(self.pass_rate)}"
         if self.decided is not None:
             word = "reached" if self.decided == "pass" else "not reached"
-            return f"{counted}, {target} {word} {at} after {self.ran} of {self.count} samples"
+            said = f"after {self.ran} of {self.count} {self.unit}"
+            return f"{counted}, {target} {word} {at} {said}"
         more = self.more_needed()
         likely = (
-            f"about {more} more samples would likely decide it"
+            f"about {more} more {self.unit} would likely decide it"
             if more is not None
-            else "its rate is within the margin of the target: many more samples, or a wider "
-            "margin, would decide it"
+            else f"its rate is within the margin of the target: many more {self.unit}, or a "
+            "wider margin, would decide it"
         )
         return f"inconclusive: {counted}, {target} undecided {at}; {likely}"
 
@@ -330,12 +333,12 @@ def samples_table(records: Sequence[Mapping[str, Any]]) -> str:
         rows.append(
             [
                 r["test"],
-                _passed(r),
-                "-" if rate is None else _percent(rate),
-                "-" if interval is None else _interval(interval, r.get("confidence", 0.95)),
-                _needs(r),
-                _pass_k(r.get("pass_k") or {}),
-                _outcome(r),
+                passed_cell(r),
+                "-" if rate is None else percent(rate),
+                "-" if interval is None else interval_cell(interval, r.get("confidence", 0.95)),
+                needs_cell(r),
+                pass_k_cell(r.get("pass_k") or {}),
+                outcome_cell(r),
                 clip(_first_failure(r), 60),
             ]
         )
@@ -343,34 +346,34 @@ def samples_table(records: Sequence[Mapping[str, Any]]) -> str:
     return tabulate(rows, headers=headers)
 
 
-def _passed(record: Mapping[str, Any]) -> str:
+def passed_cell(record: Mapping[str, Any]) -> str:
     """``7/10``; ``22/23 of 100`` when a sequential test stopped early."""
     said = f"{record['passes']}/{record['ran']}"
     return said if record["ran"] == record["samples"] else f"{said} of {record['samples']}"
 
 
-def _interval(interval: Sequence[float], confidence: float) -> str:
-    said = f"{_percent(interval[0])}-{_percent(interval[1])}"
-    return said if confidence == 0.95 else f"{said} ({_percent(confidence)})"
+def interval_cell(interval: Sequence[float], confidence: float) -> str:
+    said = f"{percent(interval[0])}-{percent(interval[1])}"
+    return said if confidence == 0.95 else f"{said} ({percent(confidence)})"
 
 
-def _needs(record: Mapping[str, Any]) -> str:
+def needs_cell(record: Mapping[str, Any]) -> str:
     """``80%``; sequential: ``80% ±5% @95%`` (the margin, the confidence)."""
-    needs, sequential = _percent(record["required"]), record.get("sequential")
+    needs, sequential = percent(record["required"]), record.get("sequential")
     if not sequential:
         return needs
-    return f"{needs} ±{_percent(sequential['margin'])} @{_percent(record['confidence'])}"
+    return f"{needs} ±{percent(sequential['margin'])} @{percent(record['confidence'])}"
 
 
-def _pass_k(pass_k: Mapping[str, float]) -> str:
+def pass_k_cell(pass_k: Mapping[str, float]) -> str:
     """The largest k's pass^k: ``43% (k=8)``."""
     if not pass_k:
         return "-"
     k = max(pass_k, key=int)
-    return f"{_percent(pass_k[k])} (k={k})"
+    return f"{percent(pass_k[k])} (k={k})"
 
 
-def _outcome(record: Mapping[str, Any]) -> str:
+def outcome_cell(record: Mapping[str, Any]) -> str:
     """The outcome; an inconclusive one says what it counts as and how far it is from a
     decision: ``inconclusive (fail), ~140 more``."""
     outcome, sequential = record["outcome"], record.get("sequential")
@@ -395,5 +398,5 @@ def _line(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
-def _percent(value: float) -> str:
+def percent(value: float) -> str:
     return f"{100 * value:.1f}%".replace(".0%", "%")

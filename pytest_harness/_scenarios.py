@@ -342,7 +342,7 @@ def parametrize(marker: Any, metafunc: Any, settings: Any, run_id: str) -> None:
         items = scenarios(Request.of(marker, test), settings, run_id)
     except (ConfigError, ScenariosUnavailable) as error:
         text = str(error) if str(error).startswith(f"{test}: ") else f"{test}: {error}"
-        unavailable = pytest.mark.scenarios_unavailable(text.replace("<this test>", f"'{test}'"))
+        unavailable = pytest.mark.harness_unavailable(text.replace("<this test>", f"'{test}'"))
         # Without a `scenario` argument the error is a parameter set of no argument at all.
         values = (None,) if takes else ()
         error_only = pytest.param(*values, id="scenarios-unavailable", marks=unavailable)

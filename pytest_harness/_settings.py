@@ -325,7 +325,7 @@ def _sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
             )
         return {"samples": samples}
     rate = kwargs["pass_rate"]
-    if not _share(rate) or rate == 0:
+    if not share(rate) or rate == 0:
         raise ConfigError(
             "@pytest.mark.harness(pass_rate=...) expects the share of samples that must pass, "
             f"above 0 and at most 1 (0.9 for 90%), got {rate!r}."
@@ -336,31 +336,39 @@ def _sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
             f"runs of the test body, for example @pytest.mark.harness(samples=10, "
             f"pass_rate={rate!r})."
         )
-    return {"samples": samples, "pass_rate": float(rate), **_sequential(kwargs, float(rate))}
+    return {
+        "samples": samples,
+        "pass_rate": float(rate),
+        **sequential_arguments(kwargs, float(rate)),
+    }
 
 
-def _sequential(kwargs: dict[str, Any], rate: float) -> dict[str, Any]:
+def sequential_arguments(
+    kwargs: dict[str, Any], rate: float, *, marker: str = "harness"
+) -> dict[str, Any]:
     """``confidence`` (above 0.5, below 1), ``margin`` (above 0, below ``pass_rate``, at
-    most 0.5) and ``inconclusive`` (fail/xfail/pass), which need ``confidence``."""
+    most 0.5) and ``inconclusive`` (fail/xfail/pass), which need ``confidence``; the
+    messages name ``@pytest.mark.<marker>``."""
     if "confidence" not in kwargs:
         given = [name for name in _SEQUENTIAL if name in kwargs]
         if given:
+            first = "samples=100" if marker == "harness" else '"cases.jsonl"'
             raise ConfigError(
-                f"@pytest.mark.harness({given[0]}=...) belongs to sequential sampling, which "
-                "confidence=... turns on: add it, for example @pytest.mark.harness("
-                f"samples=100, pass_rate={rate:g}, confidence=0.95, {given[0]}=...)."
+                f"@pytest.mark.{marker}({given[0]}=...) belongs to sequential sampling, which "
+                f"confidence=... turns on: add it, for example @pytest.mark.{marker}({first}, "
+                f"pass_rate={rate:g}, confidence=0.95, {given[0]}=...)."
             )
         return {}
     confidence = kwargs["confidence"]
-    if not _share(confidence) or not 0.5 < confidence < 1:
+    if not share(confidence) or not 0.5 < confidence < 1:
         raise ConfigError(
-            "@pytest.mark.harness(confidence=...) expects a level above 0.5 and below 1 "
+            f"@pytest.mark.{marker}(confidence=...) expects a level above 0.5 and below 1 "
             f"(0.95: a wrong verdict at most 5% of the time), got {confidence!r}."
         )
     margin = kwargs.get("margin", 0.05)
-    if not _share(margin) or not 0 < margin <= 0.5 or rate - margin <= 0:
+    if not share(margin) or not 0 < margin <= 0.5 or rate - margin <= 0:
         raise ConfigError(
-            "@pytest.mark.harness(margin=...) expects the difference from pass_rate you do not "
+            f"@pytest.mark.{marker}(margin=...) expects the difference from pass_rate you do not "
             f"care about, above 0, at most 0.5 and below pass_rate ({rate:g}), got {margin!r}"
             f"{'' if 'margin' in kwargs else ' (the default)'}; for example margin=0.05."
         )
@@ -368,14 +376,14 @@ def _sequential(kwargs: dict[str, Any], rate: float) -> dict[str, Any]:
         "confidence": float(confidence),
         "margin": float(margin),
         "inconclusive": choice(
-            "@pytest.mark.harness(inconclusive=...)",
+            f"@pytest.mark.{marker}(inconclusive=...)",
             kwargs.get("inconclusive", "fail"),
             INCONCLUSIVE_MODES,
         ),
     }
 
 
-def _share(value: Any) -> bool:
+def share(value: Any) -> bool:
     """A real number from 0 to 1 (not a bool)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
 

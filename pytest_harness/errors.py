@@ -5,7 +5,8 @@ against the classes below)::
 
     HarnessError
     ├── ConfigError (also ValueError)       a wrong option, ini value or marker argument
-    │   └── LabelError                      a labelled set that cannot be read
+    │   └── DatasetError                    a dataset of cases that cannot be read
+    │       └── LabelError                  a labelled set that cannot be read
     ├── InvalidResponse                     a structurally unusable model response
     │   └── DegenerateResponse              valid, but nothing visible (blank / think-only)
     ├── ProviderResponseError               the provider answered something we cannot read
@@ -301,5 +302,10 @@ class ScenariosUnavailable(HarnessError):
     """A test's scenarios could not be had (reported as that test's error)."""
 
 
-class LabelError(ConfigError):
+class DatasetError(ConfigError):
+    """A dataset of cases that cannot be read: the message names the file and line, or the
+    item, and what to write instead."""
+
+
+class LabelError(DatasetError):
     """A labelled set that cannot be read: the message names the file and line, or the item."""

@@ -211,8 +211,20 @@ MARKERS: tuple[tuple[str, str], ...] = (
         "(recorded in its own cassette)",
     ),
     (
-        "scenarios_unavailable(message)",
-        "set by the harness; the test errors at set-up",
+        "dataset(source, argname='case', pass_rate=None, confidence=None, margin=0.05, "
+        "inconclusive='fail')",
+        "parametrize the test's `case` argument with each case of a JSONL, CSV or YAML file "
+        "(or a list), ids from each row's `id` or its input; with `pass_rate`, a gate: the "
+        "share of cases passing must reach it (sequential with `confidence`), and the gate, "
+        "not each case, decides the run",
+    ),
+    (
+        "harness_unavailable(message)",
+        "set by the harness; the test errors at set-up with the message",
+    ),
+    (
+        "harness_case(index, count, source)",
+        "set by the harness; a dataset case's place in its dataset",
     ),
 )
 
@@ -246,6 +258,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         prune = Prune(config, settings(config), config.stash[RUN_ID])
         config.pluginmanager.register(prune, "harness-prune")
+    if workerinput is None:  # the controller sees every case's report: it keeps the gates
+        config.pluginmanager.register(DatasetGates(), "harness-dataset-gates")
     shown = config.option.harness_report is not None or config.option.verbose > 0
     if workerinput is None and (shown or recording):  # the controller reports for all workers
         from pytest_harness._report.session import SessionReport
@@ -254,6 +268,34 @@ def pytest_configure(config: pytest.Config) -> None:
         written = config.invocation_params.dir / path if path else None
         report = SessionReport(written, tables=shown)  # recording alone: verdict drift only
         config.pluginmanager.register(report, "harness-report")
+
+
+class DatasetGates:
+    """Keeps the result each dataset case's report carries; at the end, the gates decide
+    (``pytest_harness._gate``, imported only when a dataset has a gate)."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.records: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            for name, value in report.user_properties:
+                if name == "harness_dataset_case":  # _gate.CASE_PROPERTY
+                    self.found.append(str(value))
+
+    @pytest.hookimpl(tryfirst=True)  # before the session report writes its file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.found:
+            from pytest_harness._gate import finish
+
+            self.records = finish(session, self.found)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.records:
+            from pytest_harness._gate import summary
+
+            summary(terminalreporter, self.records)
 
 
 def settings(config: pytest.Config) -> Settings:
@@ -327,7 +369,13 @@ def harness(request: pytest.FixtureRequest) -> Harness:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item."""
+    """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item;
+    ``@pytest.mark.dataset``: its ``case`` argument, one test per case."""
+    dataset = metafunc.definition.get_closest_marker("dataset")
+    if dataset is not None:
+        from pytest_harness._cases import parametrize
+
+        parametrize(dataset, metafunc)
     marker = metafunc.definition.get_closest_marker("scenarios")
     if marker is None:
         return
@@ -355,7 +403,7 @@ def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] 
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_harness._item import setup
 
-    unavailable = item.get_closest_marker("scenarios_unavailable")
+    unavailable = item.get_closest_marker("harness_unavailable")
     if unavailable is not None:  # one error for this test, not a crash of its module
         yield  # after the rest of setup ran: pytest's own teardown expects its state
         pytest.fail(unavailable.args[0], pytrace=False)

@@ -151,7 +151,7 @@ def test_a_missing_file_says_where_it_looked(tmp_path: Path) -> None:
 
 def test_an_unknown_extension_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "set.json", "[]")
-    with pytest.raises(LabelError, match=r"must be a \.jsonl or \.csv file .*not \.json$"):
+    with pytest.raises(LabelError, match=r"must be a \.jsonl, \.csv or \.yaml file .*not \.json$"):
         load(path)
 
 
@@ -186,5 +186,6 @@ def test_duplicate_ids_name_both_places(tmp_path: Path) -> None:
 
 
 def test_a_source_that_is_no_set_is_refused() -> None:
-    with pytest.raises(LabelError, match=r"a \.jsonl or \.csv path or a list of items, got 42"):
+    expected = r"a \.jsonl, \.csv or \.yaml path or a list of items, got 42"
+    with pytest.raises(LabelError, match=expected):
         load(42)

@@ -146,6 +146,7 @@ NAMESPACES = {
         "assert_calibrated",
         "calibrate",
     ],
+    "pytest_harness.datasets": ["Case", "load_cases"],
     "pytest_harness.judges": [
         "AnswerRelevance",
         "FactualAgreement",

@@ -190,6 +190,42 @@ def samples(records: Rows) -> Html:
     return section("samples", "Sampled tests", table(headers, body))
 
 
+def datasets(records: Rows) -> Html:
+    """Dataset gates: cases counted and passed, the rate and its interval, the rate needed,
+    the outcome; under each, its failing cases."""
+    headers = ["dataset gate", "source", "passed", "rate", "interval", "needs", "outcome"]
+    body = []
+    for r in records:
+        sequential = r.get("sequential") or {}
+        passed = f"{r.get('passes', 0)}/{r.get('ran', 0)} of {r.get('cases')} cases"
+        if r.get("excluded"):
+            passed += f" ({r['excluded']} not counted)"
+        row = cells(
+            r.get("test"),
+            r.get("source"),
+            passed,
+            percent(r.get("pass_rate")),
+            _interval(r),
+            _needs(r, sequential),
+            _sample_outcome(r.get("outcome"), sequential),
+        )
+        failures = [
+            element(
+                "li",
+                element("b", f"case {f.get('case')}"),
+                ": ",
+                folded(f.get("reason")),
+                class_="failed-case",
+                data_case=f.get("case"),
+            )
+            for f in r.get("failures") or []
+        ]
+        detail = element("ul", *failures, class_="failures") if failures else None
+        hooks = {"test": r.get("test"), "outcome": r.get("outcome")}
+        body.append(entry("dataset-gate", row, hooks, detail=detail, width=len(headers)))
+    return section("datasets", "Dataset gates", table(headers, body))
+
+
 def _interval(record: Mapping[str, Any]) -> Html | str:
     """The interval at the test's confidence (95% unless sequential at another); when no
     sample ran, why (a sample stopped the sampling)."""
@@ -598,6 +634,7 @@ _SECTIONS: tuple[tuple[str, Callable[[Rows], Html]], ...] = (
     ("tribunals", tribunals),
     ("agreement", agreement),
     ("samples", samples),
+    ("datasets", datasets),
     ("calibrations", calibrations),
     ("drift", drift),
     ("runs", runs),
@@ -755,6 +792,7 @@ def _summary(data: Mapping[str, Any]) -> Html:
     """The session at a glance: how many of each record, and how many failed."""
     tribunals = data.get("tribunals") or []
     samples = data.get("samples") or []
+    gates = data.get("datasets") or []
     calibrations = data.get("calibrations") or []
     usage = data.get("usage") or []
     flagged = sorted({str(n) for c in calibrations for n in c.get("flagged") or []})
@@ -765,6 +803,7 @@ def _summary(data: Mapping[str, Any]) -> Html:
         ("tests", len(tests), "tests with records", _split(tests, "outcome")),
         ("tribunals", len(tribunals), "tribunal runs", _split(tribunals, "outcome")),
         ("samples", len(samples), "sampled tests", _split(samples, "outcome")),
+        ("datasets", len(gates), "dataset gates", _split(gates, "outcome")),
         ("calibrations", len(calibrations), "calibrations", _named("flagged", flagged)),
         ("drift", len(data.get("drift") or []), "verdicts flipped", ""),
         ("runs", len(data.get("runs") or []), "agent runs", ""),

@@ -288,6 +288,7 @@ class SessionReport:
         self.path = path
         self.tables = tables
         self.data: dict[str, list[dict[str, Any]]] = {s.key: [] for s in SECTIONS}
+        self.data["datasets"] = []  # set at the end by the dataset gates, if any
         self.tests: list[dict[str, Any]] = []  # each test with records: its outcome
         self._outcomes: dict[str, str] = {}
 
@@ -336,6 +337,7 @@ def write(path: Path, data: Mapping[str, Rows]) -> None:
     each test with records and its outcome)."""
     full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
     full["tests"] = list(data.get("tests", ()))
+    full["datasets"] = list(data.get("datasets", ()))  # the dataset gates (datasets._gate)
     full["agreement"] = report.agreement(full["tribunals"])
     if path.suffix.lower() in (".html", ".htm"):
         from pytest_harness._report.html import write_html

@@ -1,12 +1,14 @@
 """Labelled sets: the inputs a tribunal is calibrated on, each with the verdict people expect.
 
-``load(source)`` reads a JSONL file, a CSV file or a Python list into ``Labelled`` items:
+``load(source)`` reads a JSONL, CSV or YAML file or a Python list into ``Labelled`` items
+(the files as datasets are read, ``pytest_harness._rows``):
 
 - JSONL: one object per line (blank lines skipped), ``{"input": ..., "label": ...}`` with an
   optional ``"id"`` and ``"context"`` (an object); any other key joins the context, as an
   extra CSV column does.
 - CSV (with a header row): columns ``input`` and ``label``, optional ``id``; every other
   column goes into the context.
+- YAML: a list of mappings shaped like a JSONL line.
 - a list of mappings shaped like a JSONL line, or of ``(input, label)`` pairs.
 
 A label is True (the verdict should pass) or False: ``true``/``false``, ``1``/``0``, or one of
@@ -17,20 +19,25 @@ the words in ``PASS_WORDS`` / ``FAIL_WORDS`` (any case). An item without an id i
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_harness import _rows as rows
 from pytest_harness.errors import LabelError
 
 PASS_WORDS = ("pass", "passed", "true", "yes", "1")
 FAIL_WORDS = ("fail", "failed", "false", "no", "0")
 _KEYS = ("id", "input", "label", "context")
 _EXAMPLE = '{"input": "Thanks, it ships today.", "label": "pass"}'
+_KIND = rows.Kind(
+    noun="labelled set",
+    error=LabelError,
+    columns=("input", "label"),
+    own=("id", "input", "label"),
+    example=_EXAMPLE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,23 +63,25 @@ def load(source: Any, *, base: Path | None = None) -> list[Labelled]:
     """The items of a labelled set.
 
     Args:
-        source: a ``.jsonl`` or ``.csv`` path (str or Path; a relative one is read from
-            ``base``, else the working directory), or a list of mappings or pairs.
+        source: a ``.jsonl``, ``.csv``, ``.yaml`` or ``.yml`` path (str or Path; a relative
+            one is read from ``base``, else the working directory), or a list of mappings or
+            pairs.
         base: the folder relative paths are read from (the test module's, in a test).
 
     Raises:
         LabelError: the file is missing, empty or malformed, or an item is.
     """
     if isinstance(source, (str, Path)):
-        items = list(_read_file(_resolve(Path(source), base)))
+        found = rows.read(rows.resolve(Path(source), base, _KIND), _KIND)
+        items = [_from_mapping(row.values, row.where, row.default_id) for row in found]
         where = f"{source}"
     elif isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray)):
         items = [_from_list(index, entry) for index, entry in enumerate(source)]
         where = "the list"
     else:
         raise LabelError(
-            f"a labelled set is a .jsonl or .csv path or a list of items, got {source!r:.80} "
-            f"(type={type(source).__name__})"
+            "a labelled set is a .jsonl, .csv or .yaml path or a list of items, got "
+            f"{source!r:.80} (type={type(source).__name__})"
         )
     if not items:
         raise LabelError(f"{where} has no labelled items: add some, one like {_EXAMPLE}")
@@ -98,72 +107,6 @@ def parse_label(value: Any, where: str) -> bool:
         f"{', '.join(PASS_WORDS)} (the verdict should pass) or {', '.join(FAIL_WORDS)} "
         "(it should fail)"
     )
-
-
-# Files -------------------------------------------------------------------------------------
-
-
-def _resolve(path: Path, base: Path | None) -> Path:
-    full = path if path.is_absolute() or base is None else base / path
-    if full.suffix.lower() not in (".jsonl", ".csv"):
-        raise LabelError(
-            f"{path}: a labelled set must be a .jsonl or .csv file (or a Python list), "
-            f"not {full.suffix or 'a file without an extension'}"
-        )
-    if not full.is_file():
-        hint = f" (relative paths are read from {base})" if base is not None else ""
-        raise LabelError(f"{full}: no such labelled set{hint}; check the path")
-    return full
-
-
-def _read_file(path: Path) -> Iterator[Labelled]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM from a spreadsheet export is fine
-    except (OSError, UnicodeDecodeError) as error:
-        raise LabelError(f"{path}: cannot read the labelled set ({error})") from None
-    if path.suffix.lower() == ".jsonl":
-        return _read_jsonl(path, text)
-    return _read_csv(path, text)
-
-
-def _read_jsonl(path: Path, text: str) -> Iterator[Labelled]:
-    for number, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON may hold U+2028
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise LabelError(
-                f"{where}: not JSON ({error.msg}); write one object per line, like {_EXAMPLE}"
-            ) from None
-        if not isinstance(entry, dict):
-            raise LabelError(
-                f"{where}: a line must be a JSON object, not {type(entry).__name__}; "
-                f"write one like {_EXAMPLE}"
-            )
-        yield _from_mapping(entry, where, f"line {number}")
-
-
-def _read_csv(path: Path, text: str) -> Iterator[Labelled]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    columns = reader.fieldnames or []
-    missing = [name for name in ("input", "label") if name not in columns]
-    if missing:
-        raise LabelError(
-            f"{path}:1: the header has no {' or '.join(missing)} column (it has "
-            f"{', '.join(columns) or 'nothing'}); start the file with a row like: id,input,label"
-        )
-    start = reader.line_num + 1
-    for row in reader:
-        where = f"{path}:{start}"
-        if None in row:
-            raise LabelError(f"{where}: more cells than the header has columns; quote the input")
-        own = ("id", "input", "label")
-        extra = {k: v for k, v in row.items() if k not in own and v is not None}
-        entry = {k: v for k, v in row.items() if k in own and v}  # an empty cell is missing
-        yield _from_mapping({**entry, "context": extra or None}, where, f"line {start}")
-        start = reader.line_num + 1
 
 
 # Entries -----------------------------------------------------------------------------------

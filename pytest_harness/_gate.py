@@ -1,0 +1,266 @@
+"""The dataset gate: the share of a dataset's cases that pass must reach ``pass_rate``.
+
+``@pytest.mark.dataset("cases.jsonl", pass_rate=0.9)`` makes one test per case and one gate
+over them. With a gate, a case that fails counts against it instead of failing the run: its
+line says ``XFAIL`` with the gate's name and its failure, and the gate is the verdict. It is
+one row beside the cases' results (the session's ``dataset gates`` table, the JSON report's
+``datasets``, the HTML report), and a gate that fails fails the run.
+
+The gate is a sampled test whose samples are the cases (``_samples.Sampling``, so the same
+interval and the same decision): passes over the cases counted, a Wilson interval, and
+
+- without ``confidence``: pass when the share reaches ``pass_rate``;
+- with ``confidence`` (``margin``, ``inconclusive``): the sequential test of
+  ``_sequential`` applied to all the cases counted; it holds at any number of cases, so a
+  dataset that grows needs no new threshold. Undecided is *inconclusive*, failing the run
+  unless ``inconclusive="pass"``, with how many more cases would likely decide it.
+
+What counts: a case that passed passes, one that failed fails. One that was skipped or
+marked xfail by the user (whatever then happened), or whose set-up failed, or that met a
+cassette miss, a blocked connection or a wrong setting (the test cannot run as written) is
+not counted; those last ones stay errors and fail the run on their own.
+
+Each case's report carries its result (``CASE_PROPERTY``), so the gate is computed where
+every report arrives: the xdist controller, or the only process. Cases are counted in their
+dataset's order, whatever order they ran in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_harness import _samples as samples
+from pytest_harness._report.text import clip, tabulate
+from pytest_harness._samples import SampleFailure, Sampling
+from pytest_harness._sequential import Sprt
+from pytest_harness.errors import ConfigError, find_cause
+
+CASE_PROPERTY = "harness_dataset_case"
+GATE = ("pass_rate", "confidence", "margin", "inconclusive")
+_RESULT = pytest.StashKey[str | None]()  # a case's result so far: "pass", "fail" or None
+_REASON = pytest.StashKey[str]()  # the first line of a counted failure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateSpec:
+    """A dataset's gate, from its marker."""
+
+    pass_rate: float
+    confidence: float | None = None
+    margin: float = 0.05
+    inconclusive: str = "fail"
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any]) -> GateSpec | None:
+        """The gate the ``dataset`` marker's arguments ask for, or None (``ConfigError``)."""
+        from pytest_harness._settings import sequential_arguments, share
+
+        if "pass_rate" not in kwargs:
+            given = [name for name in GATE if name in kwargs]
+            if given:
+                raise ConfigError(
+                    f"@pytest.mark.dataset({given[0]}=...) belongs to the dataset gate, which "
+                    'pass_rate= turns on: for example @pytest.mark.dataset("cases.jsonl", '
+                    "pass_rate=0.9)."
+                )
+            return None
+        rate = kwargs["pass_rate"]
+        if not share(rate) or rate == 0:
+            raise ConfigError(
+                "@pytest.mark.dataset(pass_rate=...) expects the share of cases that must "
+                f"pass, above 0 and at most 1 (0.9 for 90%), got {rate!r}."
+            )
+        sequential = sequential_arguments(dict(kwargs), float(rate), marker="dataset")
+        if sequential.get("inconclusive") == "xfail":
+            raise ConfigError(
+                "@pytest.mark.dataset(inconclusive='xfail') has no test to xfail: an "
+                "undecided gate fails the run ('fail') or lets it pass ('pass')."
+            )
+        return cls(pass_rate=float(rate), **sequential)
+
+
+def key(item: pytest.Item, argname: str) -> str:
+    """The gate an item's case belongs to: its test, and any other simple parameter."""
+    parent = item.parent.nodeid if item.parent is not None else ""
+    name = f"{parent}::{getattr(item, 'originalname', item.name)}"
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    others = [
+        f"{k}={v}"
+        for k, v in params.items()
+        if k != argname and isinstance(v, (str, int, float, bool, type(None)))
+    ]
+    return f"{name}[{'-'.join(others)}]" if others else name
+
+
+def note(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """In ``pytest_runtest_makereport``: count the case's phase against its gate.
+
+    A case failing in its call (not for a set-up reason) becomes an expected failure that
+    the gate counts; its teardown report carries the case's result to the gate.
+    """
+    marker = item.get_closest_marker("dataset")
+    spec = GateSpec.of(marker.kwargs) if marker is not None else None
+    index = item.get_closest_marker("harness_case")
+    if spec is None or index is None:
+        return
+    if report.when == "setup":
+        item.stash[_RESULT] = None
+    elif report.when == "call":
+        _count_call(item, call, report, spec)
+    else:
+        _carry(item, report, spec, index.kwargs)
+
+
+def _count_call(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, spec: GateSpec
+) -> None:
+    if hasattr(report, "wasxfail") or report.skipped:
+        return  # the user's own skip or xfail: not counted
+    if report.passed:
+        item.stash[_RESULT] = "pass"
+        return
+    raised = call.excinfo.value if call.excinfo is not None else None
+    if raised is not None and find_cause(raised, samples.SETUP_ERRORS) is not None:
+        return  # the test cannot run as written: an error of its own, not counted
+    line = _first_line(report)
+    item.stash[_RESULT], item.stash[_REASON] = "fail", line
+    report.outcome = "skipped"
+    report.wasxfail = f"counted by the dataset gate ({_spec_text(spec)}): {clip(line, 200)}"
+
+
+def _carry(
+    item: pytest.Item, report: pytest.TestReport, spec: GateSpec, index: Mapping[str, Any]
+) -> None:
+    marker = item.get_closest_marker("dataset")
+    argname = (marker.kwargs.get("argname") if marker else None) or "case"
+    case = getattr(getattr(item, "callspec", None), "params", {}).get(argname)
+    value = {
+        "gate": key(item, argname),
+        "source": index.get("source"),
+        "index": index.get("index"),
+        "count": index.get("count"),
+        "case": getattr(case, "id", None),
+        "test": item.nodeid,
+        "result": item.stash.get(_RESULT, None),
+        "reason": item.stash.get(_REASON, None),
+        "spec": {name: getattr(spec, name) for name in GATE},
+    }
+    report.user_properties.append((CASE_PROPERTY, json.dumps(value, sort_keys=True)))
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None) or str(report.longrepr or "failed")
+    return (message.strip().splitlines() or ["failed"])[0]
+
+
+def _spec_text(spec: GateSpec) -> str:
+    said = f"pass_rate={spec.pass_rate:g}"
+    if spec.confidence is not None:
+        said += f", confidence={spec.confidence:g}"
+    return said
+
+
+def gates(values: Sequence[str]) -> list[dict[str, Any]]:
+    """Each gate's record, from its cases' ``CASE_PROPERTY`` values (in any order)."""
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for value in values:
+        case = json.loads(value)
+        cases.setdefault(case["gate"], []).append(case)
+    return [_record(name, sorted(found, key=lambda c: c["index"])) for name, found in cases.items()]
+
+
+def _record(name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = cases[0]["spec"]
+    counted = [c for c in cases if c["result"] is not None]
+    sprt = None
+    if spec["confidence"] is not None:
+        sprt = Sprt(
+            pass_rate=spec["pass_rate"], confidence=spec["confidence"], margin=spec["margin"]
+        )
+    sampling = Sampling(
+        len(counted), spec["pass_rate"], sprt=sprt, inconclusive=spec["inconclusive"], unit="cases"
+    )
+    sampling.ran = len(counted)
+    sampling.failures = [
+        SampleFailure(number, c["reason"] or "failed", "")
+        for number, c in enumerate(counted, 1)
+        if c["result"] == "fail"
+    ]
+    if sprt is not None:
+        sampling.decided = sprt.decide(sampling.passes, len(sampling.failures))
+    record = sampling.record(name)
+    del record["pass_k"]  # the chance that k runs of one test all pass: not a gate's
+    record["outcome"] = record["outcome"] if counted else "fail"
+    record.update(
+        source=cases[0]["source"],
+        cases=cases[0]["count"],
+        excluded=len(cases) - len(counted),
+        summary=sampling.summary() if counted else "no case was counted",
+        failures=[
+            {"case": c["case"], "test": c["test"], "reason": c["reason"]}
+            for c in counted
+            if c["result"] == "fail"
+        ],
+    )
+    return record
+
+
+def failing(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The gates that fail the run: failed, or inconclusive counted as failing."""
+    return [
+        r
+        for r in records
+        if r["outcome"] == "fail"
+        or (
+            r["outcome"] == "inconclusive" and (r["sequential"] or {}).get("inconclusive") == "fail"
+        )
+    ]
+
+
+def gates_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """One row per gate: its cases counted, rate, interval, what it needs, the outcome, and
+    the first failing case."""
+    rows = []
+    for r in records:
+        interval, rate = r["interval"], r["pass_rate"]
+        first = r["failures"][0] if r["failures"] else None
+        rows.append(
+            [
+                r["test"],
+                f"{r['passes']}/{r['ran']}"
+                + (f" ({r['excluded']} not counted)" if r["excluded"] else ""),
+                "-" if rate is None else samples.percent(rate),
+                "-" if interval is None else samples.interval_cell(interval, r["confidence"]),
+                samples.needs_cell(r),
+                samples.outcome_cell(r),
+                clip(f"{first['case']}: {first['reason']}", 60) if first else "-",
+            ]
+        )
+    headers = ["dataset gate", "passed", "rate", "CI", "needs", "outcome", "first failing case"]
+    return tabulate(rows, headers=headers)
+
+
+def finish(session: pytest.Session, values: Sequence[str]) -> list[dict[str, Any]]:
+    """At the session's end: the gates' records, handed to the session's report if one is
+    written; a failing gate fails the run."""
+    records = gates(values)
+    report = session.config.pluginmanager.get_plugin("harness-report")
+    if report is not None:
+        report.data["datasets"] = records
+    if failing(records) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return records
+
+
+def summary(terminal: Any, records: Sequence[Mapping[str, Any]]) -> None:
+    """The gates' table, then a line for each gate that failed the run."""
+    terminal.write_sep("=", "pytest-harness dataset gates")
+    terminal.write_line(gates_table(records))
+    for r in failing(records):
+        terminal.write_line(f"FAILED dataset gate {r['test']}: {r['summary']}", red=True, bold=True)

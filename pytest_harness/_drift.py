@@ -235,16 +235,27 @@ def drift_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def _judge(change: Mapping[str, Any]) -> str:
     """``Fair: pass -> fail``; with scores ``Rubric: 5 -> 4, moved toward the threshold 3``."""
     vote = f"{change['judge']}: {_vote(change['old'])} -> {_vote(change['new'])}"
-    if change.get("old_score") is None or change.get("new_score") is None:
+    scores = score_change(change)
+    if scores is None:
         return vote
+    if change.get("moved") == "toward":
+        return f"{change['judge']}: {scores}"
+    return f"{vote} ({scores})"
+
+
+def score_change(change: Mapping[str, Any]) -> str | None:
+    """How a judge's score moved: ``5 -> 4, moved toward the threshold 3``, ``4 -> 2,
+    across the threshold 3`` or ``4 -> 5``; None for a vote without scores."""
+    if change.get("old_score") is None or change.get("new_score") is None:
+        return None
     scores = f"{change['old_score']:g} -> {change['new_score']:g}"
     threshold = change.get("new_threshold")
     where = f" {threshold:g}" if threshold is not None else ""
     if change.get("moved") == "toward":
-        return f"{change['judge']}: {scores}, moved toward the threshold{where}"
+        return f"{scores}, moved toward the threshold{where}"
     if change.get("moved") == "across":
-        return f"{vote} ({scores}, across the threshold{where})"
-    return f"{vote} ({scores})"
+        return f"{scores}, across the threshold{where}"
+    return scores
 
 
 def _vote(passed: bool | None) -> str:

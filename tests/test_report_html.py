@@ -155,7 +155,19 @@ def session() -> dict[str, Any]:
                 "sample": None,
                 "old": "pass",
                 "new": "fail",
-                "judges": [{"judge": "Strict", "old": True, "new": False}],
+                "judges": [
+                    {"judge": "Strict", "old": True, "new": False},
+                    {
+                        "judge": "Coherence",
+                        "old": True,
+                        "new": True,
+                        "old_score": 5.0,
+                        "new_score": 3.0,
+                        "old_threshold": 3.0,
+                        "new_threshold": 3.0,
+                        "moved": "toward",
+                    },
+                ],
                 "cassette": "tests/cassettes/test_support/test_refund_policy.json",
             }
         ],
@@ -425,7 +437,11 @@ def test_samples_calibration_drift_runs_conversations_and_usage_show_their_rows(
     drift = page.find("tr", "drift")
     assert (drift.attrs["data-old"], drift.attrs["data-new"]) == ("pass", "fail")
     assert cells(drift)[1:3] == ["Quality#1", "pass -> fail"]
-    assert drift.find("li", "changed-vote").text == "Strict: pass -> fail"
+    changed = [li.text for li in drift.find_all("li", "changed-vote")]
+    assert changed == [
+        "Strict: pass -> fail",
+        "Coherence: pass -> pass (score 5 -> 3, moved toward the threshold 3)",
+    ]
 
     assert cells(page.find("tr", "agent-run"))[1:6] == [
         "passed",

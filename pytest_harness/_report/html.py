@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_harness import _drift as drift_
 from pytest_harness._report.markup import (
     Html,
     cells,
@@ -289,6 +290,7 @@ def drift(rows: Rows) -> Html:
                 vote(j.get("old")),
                 " -> ",
                 vote(j.get("new")),
+                _score_change(j),
                 class_="changed-vote",
                 data_judge=j.get("judge"),
             )
@@ -298,6 +300,12 @@ def drift(rows: Rows) -> Html:
         hooks = {"test": r.get("test"), "tribunal": r.get("tribunal"), "outcome": new or "gone"}
         body.append(entry("drift", row, {**hooks, "old": old or "none", "new": new or "none"}))
     return section("drift", "Verdict drift since the previous recording", table(headers, body))
+
+
+def _score_change(change: Mapping[str, Any]) -> Html | str:
+    """A judge's score as it moved (``drift.score_change``), or nothing without scores."""
+    said = drift_.score_change(change)
+    return "" if said is None else element("span", f" (score {said})", class_="score-change")
 
 
 def usage(rows: Rows) -> Html:

@@ -163,27 +163,16 @@ def samples(records: Rows) -> Html:
             _sample_outcome(r.get("outcome"), sequential),
         )
         failures = [
-            element(
-                "li",
-                element("b", f"sample {f.get('sample')}"),
-                ": ",
-                folded(f.get("reason")),
-                class_="failed-sample",
-                data_sample=f.get("sample"),
-            )
+            _failure(f"sample {number}", f.get("reason"), "failed-sample", data_sample=number)
             for f in r.get("failures") or []
+            for number in [f.get("sample")]
         ]
         stop = r.get("stopped") or {}
         if stop:
+            number = stop.get("sample")
+            said = f"sample {number} stopped the sampling"
             failures.append(
-                element(
-                    "li",
-                    element("b", f"sample {stop.get('sample')} stopped the sampling"),
-                    ": ",
-                    folded(stop.get("reason")),
-                    class_="stopped-sample",
-                    data_sample=stop.get("sample"),
-                )
+                _failure(said, stop.get("reason"), "stopped-sample", data_sample=number)
             )
         detail = element("ul", *failures, class_="failures") if failures else None
         hooks = {"test": r.get("test"), "outcome": r.get("outcome")}
@@ -211,13 +200,8 @@ def datasets(records: Rows) -> Html:
             _sample_outcome(r.get("outcome"), sequential),
         )
         failures = [
-            element(
-                "li",
-                element("b", f"case {f.get('case')}"),
-                ": ",
-                folded(f.get("reason")),
-                class_="failed-case",
-                data_case=f.get("case"),
+            _failure(
+                f"case {f.get('case')}", f.get("reason"), "failed-case", data_case=f.get("case")
             )
             for f in r.get("failures") or []
         ]
@@ -225,6 +209,11 @@ def datasets(records: Rows) -> Html:
         hooks = {"test": r.get("test"), "outcome": r.get("outcome")}
         body.append(entry("dataset-gate", row, hooks, detail=detail, width=len(headers)))
     return section("datasets", "Dataset gates", table(headers, body))
+
+
+def _failure(label: str, reason: Any, kind: str, **data: Any) -> Html:
+    """One failure under a row: its label in bold, then its reason (folded when long)."""
+    return element("li", element("b", label), ": ", folded(reason), class_=kind, **data)
 
 
 def _interval(record: Mapping[str, Any]) -> Html | str:

@@ -24,6 +24,7 @@ against the classes below)::
     ├── UnknownSession (also LookupError)   no session with that id
     ├── TeamError                           a shared-state team could not finish (its findings kept)
     ├── ScenariosUnavailable                a test's scenarios could not be had
+    ├── ReportError                         a JSON report cannot be read or merged
     └── SimulationError                     the application failed in a simulated conversation
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
@@ -299,6 +300,11 @@ class SimulationError(HarnessError):
 
 class ScenariosUnavailable(HarnessError):
     """A test's scenarios could not be had (reported as that test's error)."""
+
+
+class ReportError(HarnessError):
+    """A JSON report that cannot be read or merged (``python -m pytest_harness merge``):
+    the message names the file, what was expected in it, and what to do."""
 
 
 class LabelError(ConfigError):

@@ -25,6 +25,7 @@ against the classes below)::
     ├── UnknownSession (also LookupError)   no session with that id
     ├── TeamError                           a shared-state team could not finish (its findings kept)
     ├── ScenariosUnavailable                a test's scenarios could not be had
+    ├── ReportError                         a JSON report cannot be read or merged
     └── SimulationError                     the application failed in a simulated conversation
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
@@ -305,6 +306,11 @@ class ScenariosUnavailable(HarnessError):
 class DatasetError(ConfigError):
     """A dataset of cases that cannot be read: the message names the file and line, or the
     item, and what to write instead."""
+
+
+class ReportError(HarnessError):
+    """A JSON report that cannot be read or merged (``python -m pytest_harness merge``):
+    the message names the file, what was expected in it, and what to do."""
 
 
 class LabelError(DatasetError):

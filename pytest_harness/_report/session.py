@@ -335,10 +335,21 @@ def outcome(report: Any, before: str | None) -> str:
 def write(path: Path, data: Mapping[str, Rows]) -> None:
     """Write the session's records to ``path``: HTML for ``.html``, else JSON (``tests``:
     each test with records and its outcome)."""
+    write_contents(path, contents(data))
+
+
+def contents(data: Mapping[str, Rows]) -> dict[str, Any]:
+    """The report's dict: every section's records, ``tests``, and the judges' agreement
+    computed from the tribunal records (``python -m pytest_harness merge`` writes one too)."""
     full: dict[str, Any] = {s.key: list(data.get(s.key, ())) for s in SECTIONS}
     full["tests"] = list(data.get("tests", ()))
     full["datasets"] = list(data.get("datasets", ()))  # the dataset gates (datasets._gate)
     full["agreement"] = report.agreement(full["tribunals"])
+    return full
+
+
+def write_contents(path: Path, full: Mapping[str, Any]) -> None:
+    """Write a report's dict (``contents``) as it is: HTML for ``.html``, else JSON."""
     if path.suffix.lower() in (".html", ".htm"):
         from pytest_harness._report.html import write_html
 

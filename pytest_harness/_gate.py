@@ -172,10 +172,15 @@ def gates(values: Sequence[str]) -> list[dict[str, Any]]:
     for value in values:
         case = json.loads(value)
         cases.setdefault(case["gate"], []).append(case)
-    return [_record(name, sorted(found, key=lambda c: c["index"])) for name, found in cases.items()]
+    return [gate_record(name, found) for name, found in cases.items()]
 
 
-def _record(name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+def gate_record(name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """One gate's record from its cases (each a ``CASE_PROPERTY`` value, in any order): the
+    fields of a sampled test's record over the cases counted, and ``source``, ``cases``,
+    ``excluded``, ``summary``, ``failures``; ``spec`` and ``results`` (each case's result)
+    let merged reports compute it again (``pool``)."""
+    cases = sorted(cases, key=lambda c: c["index"])
     spec = cases[0]["spec"]
     counted = [c for c in cases if c["result"] is not None]
     sprt = None
@@ -207,8 +212,107 @@ def _record(name: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
             for c in counted
             if c["result"] == "fail"
         ],
+        spec=spec,
+        results=[{k: c[k] for k in _RESULT_KEYS} for c in cases],
     )
     return record
+
+
+_RESULT_KEYS = ("index", "case", "test", "result", "reason")
+
+
+Clash = tuple[str, tuple[str, str], str]  # a gate, the two reports, what differs
+
+
+def pool(reports: Sequence[tuple[str, Sequence[Any]]]) -> tuple[list[dict[str, Any]], list[Clash]]:
+    """The gates of several reports' ``datasets`` records (CI shards), each computed again
+    from the union of its cases' results, and what conflicts: a case counted in two reports
+    with different results (the first report's is kept).
+
+    Args:
+        reports: each report's name and its ``datasets`` records.
+
+    Raises:
+        ReportError: a record that is not a gate's, naming the report and the key.
+    """
+    cases: dict[str, dict[int, dict[str, Any]]] = {}
+    seen: dict[tuple[str, int], str] = {}
+    conflicts: list[Clash] = []
+    for name, records in reports:
+        for number, record in enumerate(records):
+            where = f"{name}: datasets[{number}]"
+            gate, spec, source, count = _gate_fields(record, where)
+            for result in _results(record, where):
+                found = cases.setdefault(gate, {})
+                kept = found.get(result["index"])
+                if kept is None:
+                    found[result["index"]] = {
+                        **result,
+                        "gate": gate,
+                        "spec": spec,
+                        "source": source,
+                        "count": count,
+                    }
+                    seen[gate, result["index"]] = name
+                elif kept["result"] != result["result"]:
+                    first = seen[gate, result["index"]]
+                    said = (
+                        f"case {result['case']}: {kept['result']} ({first}), "
+                        f"{result['result']} ({name}); {first}'s kept"
+                    )
+                    conflicts.append((gate, (first, name), said))
+    return [gate_record(gate, list(found.values())) for gate, found in cases.items()], conflicts
+
+
+def _gate_fields(record: Any, where: str) -> tuple[str, dict[str, Any], Any, Any]:
+    """A gate record's name, settings, source and number of cases (``ReportError``)."""
+    from pytest_harness.errors import ReportError
+
+    if not isinstance(record, dict) or not isinstance(record.get("test"), str):
+        raise ReportError(f"{where} is not a dataset gate's record (no 'test' name)")
+    spec = record.get("spec")
+    if not isinstance(spec, dict) or not _good_spec(spec):
+        raise ReportError(
+            f"{where}: 'spec' expected the gate's settings ({', '.join(GATE)}), got "
+            f"{spec!r:.80}; merge reports written by this version of pytest-harness"
+        )
+    return record["test"], spec, record.get("source"), record.get("cases")
+
+
+def _good_spec(spec: dict[str, Any]) -> bool:
+    """Settings a gate could have had (as ``GateSpec.of`` accepts them)."""
+    from pytest_harness._settings import share
+
+    if set(spec) != set(GATE) or spec["inconclusive"] not in ("fail", "pass"):
+        return False
+    rate, confidence, margin = spec["pass_rate"], spec["confidence"], spec["margin"]
+    if not (share(rate) and rate > 0 and share(margin) and 0 < margin <= 0.5):
+        return False
+    sequential = confidence is None or (share(confidence) and 0.5 < confidence < 1)
+    return bool(sequential and rate - margin > 0)
+
+
+def _results(record: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    from pytest_harness.errors import ReportError
+
+    results = record.get("results")
+    if not isinstance(results, list):
+        raise ReportError(f"{where}: 'results' expected each case's result, a list")
+    for number, result in enumerate(results):
+        fine = (
+            isinstance(result, dict)
+            and all(key in result for key in _RESULT_KEYS)
+            and isinstance(result["index"], int)
+            and not isinstance(result["index"], bool)
+            and result["result"] in ("pass", "fail", None)
+            and all(isinstance(result[k], (str, type(None))) for k in ("case", "test", "reason"))
+        )
+        if not fine:
+            raise ReportError(
+                f"{where}: results[{number}] expected index, case, test, result (pass, fail "
+                f"or null) and reason, got {result!r:.80}"
+            )
+    return [{key: r[key] for key in _RESULT_KEYS} for r in results]
 
 
 def failing(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -438,3 +439,90 @@ def test_a_dataset_of_model_calls_records_and_replays_to_the_same_gate(
     ]
     assert gates[0] == gates[1]
     assert (gates[0][0]["passes"], gates[0][0]["ran"]) == (3, 4)
+
+
+FLIPPING = """
+import os
+import pytest
+
+@pytest.mark.dataset("cases.jsonl", pass_rate=0.5, confidence=0.9, margin=0.1)
+def test_answers(case):
+    if os.environ.get("FLIP") and case.id == "answer-0":
+        raise AssertionError("flipped")
+    assert case.expected in case.input
+"""
+
+
+def merge(pytester: pytest.Pytester, *reports: str, output: str) -> Any:
+    done = pytester.run(sys.executable, "-m", "pytest_harness", "merge", *reports, "-o", output)
+    return done, json.loads((pytester.path / output).read_text())
+
+
+def test_shards_of_a_dataset_merge_into_the_gate_of_one_run(pytester: pytest.Pytester) -> None:
+    # A pass adds ln(0.6/0.4) = 0.405465, a failure as much less; ln(10) = 2.302585 decides.
+    # Each shard: 4 passes, 1 failure, 1.216395: undecided. Both: 8 and 2, 2.432790: pass.
+    pytester.makefile(".jsonl", cases=many_cases(8, 2))
+    pytester.makepyfile(test_cases=FLIPPING)
+    first = "answer-0 or answer-1 or answer-2 or answer-3 or question-0"
+    outcomes(pytester, "-k", first, "--harness-report=a.json")
+    outcomes(pytester, "-k", f"not ({first})", "--harness-report=b.json")
+    outcomes(pytester, "--harness-report=all.json")
+    halves = [
+        json.loads((pytester.path / n).read_text())["datasets"][0] for n in ("a.json", "b.json")
+    ]
+    assert [(h["ran"], h["outcome"]) for h in halves] == [(5, "inconclusive")] * 2
+    done, merged = merge(pytester, "a.json", "b.json", output="merged.json")
+    assert done.ret == 0
+    whole = json.loads((pytester.path / "all.json").read_text())["datasets"]
+    assert merged["datasets"] == whole
+    assert whole[0]["outcome"] == "pass"  # 8 of 10 decides it; neither shard could alone
+    assert merged["conflicts"] == []
+
+
+def test_a_case_with_two_results_in_two_shards_is_a_conflict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makefile(".jsonl", cases=many_cases(7, 2))
+    pytester.makepyfile(test_cases=FLIPPING)
+    outcomes(pytester, "--harness-report=a.json")
+    monkeypatch.setenv("FLIP", "1")
+    outcomes(pytester, "-k", "answer-0", "--harness-report=b.json")
+    _, merged = merge(pytester, "a.json", "b.json", output="merged.json")
+    (conflict,) = [c for c in merged["conflicts"] if c["test"] == "test_cases.py::test_answers"]
+    assert conflict == {
+        "test": "test_cases.py::test_answers",
+        "reports": ["a.json", "b.json"],
+        "differs": ["case answer-0: pass (a.json), fail (b.json); a.json's kept"],
+    }
+    (gate,) = merged["datasets"]
+    assert (gate["passes"], gate["ran"]) == (7, 9)  # the case counted once
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        [],
+        {"test": 1},
+        {"test": "g", "spec": {"pass_rate": 2}},
+        {
+            "test": "g",
+            "spec": {"pass_rate": 0.5, "confidence": None, "margin": 0.6, "inconclusive": "fail"},
+        },
+        {
+            "test": "g",
+            "spec": {"pass_rate": 0.5, "confidence": None, "margin": 0.05, "inconclusive": "fail"},
+            "results": {},
+        },
+        {
+            "test": "g",
+            "spec": {"pass_rate": 0.5, "confidence": None, "margin": 0.05, "inconclusive": "fail"},
+            "results": [{"index": "0"}],
+        },
+    ],
+)
+def test_a_gate_record_that_is_not_one_is_a_report_error(record: Any) -> None:
+    from pytest_harness._gate import pool
+    from pytest_harness.errors import ReportError
+
+    with pytest.raises(ReportError, match=r"r\.json: datasets\[0\]"):
+        pool([("r.json", [record])])

@@ -28,7 +28,9 @@ records naming it, and its entry in ``tests``):
   test, which reports, what differs). The command warns, and fails only with ``--strict``.
 
 The tribunals' ``agreement`` table is computed again from the pooled tribunal records, by
-the function the session report uses.
+the function the session report uses. Dataset gates (``datasets``) are computed again from
+the union of their cases' results (``_gate.pool``): a case two reports both ran counts
+once; with different results, it is a conflict and the first report's result is kept.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any
 
 from pytest_harness import _samples as samples
 from pytest_harness import _watch as spend
+from pytest_harness._gate import pool as pool_gates
 from pytest_harness._report import session, tribunals
 from pytest_harness._report.text import OUTCOME
 from pytest_harness._sequential import Sprt
@@ -295,6 +298,9 @@ def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     for test, parts in by_test.items():
         found = _merge_test(test, parts, out)
         conflicts += [found] if found is not None else []
+    gates, clashes = pool_gates([(name, _list(data, "datasets", name)) for name, data in reports])
+    out["datasets"] = gates
+    conflicts += [Conflict(test=g, reports=both, differs=(said,)) for g, both, said in clashes]
     full = session.contents(out)
     earlier = [c for _, data in reports for c in data.get("conflicts") or []]
     full["conflicts"] = earlier + [c.record() for c in conflicts]

@@ -279,3 +279,29 @@ def test_cassette_paths_per_model(tmp_path: Path) -> None:
     assert cassette_path(tmp_path, "t/m.py::test", "shared/one", model="x:1") == (
         tmp_path / "shared" / "one[x_1].yaml"
     )
+
+
+SAMPLED = """
+import pytest
+from conftest import Polite
+
+
+@pytest.mark.harness(samples=3, pass_rate=0.5, judge_model="openai/judge")
+def test_sampled(harness, reply):
+    harness.assert_verdict(Polite, reply("late order"))
+"""
+
+
+def test_a_sampled_copy_shows_its_rate_and_the_marker_pins_the_judges(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    suite.makepyfile(test_chat=SAMPLED)
+    result = run(suite, "--harness-live", MODELS, "--harness-report=report.json")
+    result.assert_outcomes(passed=1, failed=1)  # m2's replies fail the judge
+    result.stdout.fnmatch_lines(["*passed 3/3 100% (44%-100%)*failed 0/3 0% (0%-56%)*"])
+    assert [body["model"] for body in server.requests].count("judge") == 6
+    matrix = json.loads((suite.path / "report.json").read_text())["matrix"]
+    (row,) = matrix["rows"]
+    samples = row["cells"]["openai/m1"]["samples"]
+    assert (samples["passes"], samples["ran"], samples["pass_rate"]) == (3, 3, 1.0)
+    assert [round(bound, 2) for bound in samples["interval"]] == [0.44, 1.0]

@@ -184,6 +184,7 @@ class ItemRun:
         record_failed: save the cassette even when the test failed.
         reports: what the test's features reported (tribunals, runs, calibrations).
         sampling: the samples of a sampled test (``samples=N``), else None.
+        matrix: the model of a model matrix's copy of the test, else None.
     """
 
     scope: scope.Scope
@@ -197,6 +198,7 @@ class ItemRun:
         self.guard: NetworkGuard | None = None
         self.reports = ItemReports(item)
         self.sampling: Sampling | None = None
+        self.matrix: str | None = None
         self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
 
     @classmethod
@@ -206,15 +208,19 @@ class ItemRun:
         Raises:
             ConfigError: a wrong ``harness`` marker argument.
         """
+        matrix = _matrix_model(item, session)
+        if matrix is not None:  # a model matrix's copy: as --harness-model=MODEL would run
+            session = session._replace(model=matrix, model_from_cli=True)
         test = settings_.apply(session, *settings_.arguments(item))
-        captures = session.capture == "all" or _uses_harness(item)
+        captures = session.capture == "all" or settings_.uses_harness(item)
         run = cls(item, record_failed=session.record_failed, captures=captures)
+        run.matrix = matrix
         run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
         if test.record == "none":
             ignored = [split_host(host)[0] for host in session.ignore_hosts]  # hosts, not ports
             run.guard = NetworkGuard([*session.allow_hosts, *ignored])
         if test.cassette is not False:
-            run.slot = _slot(item, session, test, run_id, run.guard)
+            run.slot = _slot(item, session, test, run_id, run.guard, matrix)
             run.slot.on_response = run.watch.seen
             run.slot.on_tool_run = run.watch.tool_run
             run.slot.gate = run.watch.gate
@@ -222,6 +228,7 @@ class ItemRun:
         run.scope = scope.Scope(
             degenerate=test.degenerate,
             model=test.model,
+            judge_model=test.judge_model,
             timeout=test.timeout,
             replay=test.record == "none" and run.slot is not None,
             test_id=item.nodeid,
@@ -258,13 +265,20 @@ class ItemRun:
             return
         if self.scope.model is not None:
             slot.model = slot.metadata["model"] = self.scope.model
+        if self.scope.judge_model is not None:  # replay pins the judges as recorded
+            slot.metadata["judge_model"] = self.scope.judge_model
         if self.captures and self.scope.model == route.LOCAL_MODEL:
             slot.metadata["endpoint"] = route.LOCAL_MODEL  # replay points the app back
 
     def _follow(self, slot: CassetteSlot, header: Mapping[str, Any]) -> None:
-        """Take the model override the cassette's ``header`` names, unless the test sets one."""
+        """Take the model override (and the judges' model) the cassette's ``header`` names,
+        unless the test sets one."""
         from pytest_harness._cassettes import files
 
+        metadata = header.get("metadata")
+        judges = metadata.get("judge_model") if isinstance(metadata, Mapping) else None
+        if isinstance(judges, str) and judges and self.scope.judge_model is None:
+            self.scope = self.watch.scope = replace(self.scope, judge_model=judges)
         recorded = files.recorded_model(header)
         if recorded is not None and self.scope.model is None:
             self.scope = self.watch.scope = replace(self.scope, model=recorded)
@@ -376,7 +390,16 @@ class ItemRun:
         finally:
             self.item.user_properties.extend(self.watch.finish())
             self.item.user_properties.extend(self.reports.traffic(self.watch))
+            if self.matrix is not None:
+                self.item.user_properties.append(self._cell(self.matrix))
         return None
+
+    def _cell(self, model: str) -> tuple[str, str]:
+        """The test's cell of the model matrix (a JUnit property)."""
+        from pytest_harness._matrix import cell_property
+
+        samples = None if self.sampling is None else self.sampling.record(self.item.nodeid)
+        return cell_property(self.item.nodeid, model, self.watch, samples)
 
 
 def _sampling(test: settings_.TestSettings) -> Sampling:
@@ -396,12 +419,19 @@ def _slot(
     test: settings_.TestSettings,
     run_id: str,
     guard: NetworkGuard | None,
+    matrix: str | None = None,
 ) -> CassetteSlot:
     name = test.cassette if isinstance(test.cassette, str) else None
+    nodeid = item.nodeid
+    if matrix is not None:  # the matrix's copies: one cassette per model, the test's name
+        from pytest_harness._matrix import row_of
+
+        nodeid = row_of(nodeid, matrix)
     return CassetteSlot(
-        path=cassette_path(session.cassette_dir, item.nodeid, name),
+        path=cassette_path(session.cassette_dir, nodeid, name, model=matrix),
         mode=test.record,
         nodeid=item.nodeid,
+        matrix=matrix,
         run_id=run_id,
         ignore=session.match_ignore,
         ignore_hosts=session.ignore_hosts,
@@ -416,11 +446,13 @@ def _slot(
     )
 
 
-def _uses_harness(item: pytest.Item) -> bool:
-    names = getattr(item, "fixturenames", ())
-    return item.get_closest_marker("harness") is not None or any(
-        name.startswith("harness") for name in names
-    )
+def _matrix_model(item: pytest.Item, session: Settings) -> str | None:
+    """The model of a model matrix's copy of the test (``--harness-models``), or None."""
+    if not session.models:
+        return None
+    from pytest_harness._matrix import model_of
+
+    return model_of(item, session.models)
 
 
 def _replay_keys() -> dict[str, str]:

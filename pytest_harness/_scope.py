@@ -84,6 +84,8 @@ class Scope:
     Attributes:
         degenerate: what to do with an invalid or degenerate response.
         model: when set, replaces the model every call asks for.
+        judge_model: when set, the model of every judge a tribunal runs (and of a
+            ready-made judge asked directly), whatever ``model`` says.
         retries: when set, the provider SDK's retry count (0 in replay: a miss must not hide
             behind retries).
         timeout: per-call HTTP timeout in seconds, unless the call passes its own.
@@ -99,6 +101,7 @@ class Scope:
 
     degenerate: DegenerateMode = "fail"
     model: str | None = None
+    judge_model: str | None = None
     retries: int | None = None
     timeout: float | None = None
     replay: bool = False
@@ -139,6 +142,17 @@ def override(**changes: Any) -> Iterator[Scope]:
     Example: ``with override(degenerate="off"): complete(...)``.
     """
     with activate(replace(_current, **changes)) as scope:
+        yield scope
+
+
+@contextmanager
+def judging() -> Iterator[Scope]:
+    """Run judges: the judge model in force (``judge_model``), when set, is the model
+    override until the block ends; without one, judges follow ``model`` as any call does."""
+    if _current.judge_model is None:
+        yield _current
+        return
+    with override(model=_current.judge_model) as scope:
         yield scope
 
 

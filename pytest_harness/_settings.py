@@ -13,6 +13,7 @@ The ``harness`` marker's arguments are checked here too (``arguments``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypeVar
@@ -50,6 +51,14 @@ class Settings(NamedTuple):
         model: replaces every call's model (``--harness-model`` / ``harness_model``).
         model_from_cli: whether ``model`` came from the command line (then markers can't
             change it).
+        models: the model matrix (``--harness-models`` / ``harness_models``): every test
+            that uses the harness runs once per model, each copy with that model as its
+            override; empty for no matrix.
+        judge_model: the model of every judge a tribunal runs (and of ready-made judges),
+            whatever the model override (``--harness-judge-model`` /
+            ``harness_judge_model``), or None: judges follow the override.
+        judge_model_from_cli: whether ``judge_model`` came from the command line (then
+            markers can't change it).
         report: None for no report; ``""`` for the table only; else a JSON path too.
         cassette_dir: where cassettes live.
         degenerate: ``fail``, ``warn`` or ``off``.
@@ -79,6 +88,9 @@ class Settings(NamedTuple):
     record_from_cli: bool = False
     model: str | None = None
     model_from_cli: bool = False
+    models: tuple[str, ...] = ()
+    judge_model: str | None = None
+    judge_model_from_cli: bool = False
     report: str | None = None
     cassette_dir: Path = Path("cassettes")
     degenerate: DegenerateMode = "fail"
@@ -112,6 +124,11 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
     record = cli_record or choice("harness_record", ini("harness_record") or "none", RECORD_MODES)
     cli_model = options.harness_model
     model = cli_model or ini("harness_model") or None
+    models = _matrix(cli_model, getattr(options, "harness_models", None), ini("harness_models"))
+    cli_judge = getattr(options, "harness_judge_model", None)
+    judge_model = _model_name("--harness-judge-model", cli_judge) or _model_name(
+        "harness_judge_model", ini("harness_judge_model")
+    )
     degenerate = choice("harness_degenerate", ini("harness_degenerate") or "fail", DEGENERATE_MODES)
     report = _report_path(options.harness_report)
     max_cost = amount("harness_max_cost", ini("harness_max_cost"))
@@ -122,6 +139,9 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         record_from_cli=cli_record is not None,
         model=model,
         model_from_cli=bool(cli_model),
+        models=models,
+        judge_model=judge_model,
+        judge_model_from_cli=bool(cli_judge),
         report=report,
         cassette_dir=rootdir / (ini("harness_cassette_dir") or "cassettes"),
         degenerate=degenerate,
@@ -141,6 +161,79 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         prune=_prune(getattr(options, "harness_prune", None)),
         verbose=verbose,
     )
+
+
+def _matrix(cli_model: str | None, cli: str | None, ini: str | None) -> tuple[str, ...]:
+    """The model matrix. Precedence: ``--harness-models``, then ``--harness-model`` (one
+    model on the command line turns off the ini's matrix), then ``harness_models``.
+
+    Raises:
+        ConfigError: both options on the command line, an empty entry, a duplicate, a name
+            no cassette or test id can hold, or two names that share a cassette name.
+    """
+    if cli is not None and cli_model:
+        raise _config_error(
+            f"--harness-models={cli} and --harness-model={cli_model} were both given: the "
+            "matrix runs each test once per model, the single override runs all on one. "
+            f"Pass one of them (to add {cli_model} to the matrix, list it in --harness-models)."
+        )
+    if cli is not None:
+        return _model_list("--harness-models", cli)
+    if cli_model or not ini:
+        return ()
+    return _model_list("harness_models", ini)
+
+
+def _model_list(name: str, value: str) -> tuple[str, ...]:
+    """Comma-separated model names, each checked, none twice, no two sharing a cassette."""
+    entries = [entry.strip() for entry in value.split(",")]
+    if not value.strip() or "" in entries:
+        raise _config_error(
+            f"{name} got {value!r}, which has an empty entry: list litellm model names "
+            f"separated by single commas, for example {name}=openai/gpt-4o-mini,"
+            "anthropic/claude-3-5-haiku-latest."
+        )
+    models = tuple(_model_name(name, entry) or "" for entry in entries)
+    slugs: dict[str, str] = {}
+    for model in models:
+        if model in slugs.values():
+            raise _config_error(f"{name} lists {model!r} twice; list each model once.")
+        other = slugs.setdefault(file_name(model), model)
+        if other != model:
+            raise _config_error(
+                f"{name} lists {other!r} and {model!r}, which would share the cassette name "
+                f"[{file_name(model)}] (characters other than letters, digits, '.', '_' "
+                "and '-' become '_'); keep one of them."
+            )
+    return models
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+=~-]|::")
+
+
+def _model_name(name: str, value: str | None) -> str | None:
+    """A model name (surrounding spaces dropped), or None for none given.
+
+    Raises:
+        ConfigError: it holds a character no litellm model name has (a space, a bracket,
+            a comma, ``::``): test ids and cassette names are made from it.
+    """
+    model = (value or "").strip()
+    found = _UNSAFE.search(model)
+    if found is not None:
+        raise _config_error(
+            f"{name} got the model name {model!r}, which holds {found.group()!r}: a litellm "
+            "model name has letters, digits and . _ - / : @ + = ~ only (test ids and cassette "
+            "names are made from it). Write the name as litellm spells it, e.g. "
+            "openai/gpt-4o-mini."
+        )
+    return model or None
+
+
+def file_name(text: str) -> str:
+    """``text`` as a file name: each run of characters other than letters, digits, ``.``,
+    ``_`` and ``-`` becomes ``_`` (``openai/gpt-4o-mini``: ``openai_gpt-4o-mini``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "test"
 
 
 def _prune(value: str | None) -> PruneAction | None:
@@ -230,6 +323,7 @@ ARGUMENTS = (
     "confidence",
     "degenerate",
     "inconclusive",
+    "judge_model",
     "margin",
     "mcp_stdio",
     "model",
@@ -250,6 +344,7 @@ class TestSettings:
     degenerate: DegenerateMode
     model: str | None
     timeout: float | None
+    judge_model: str | None = None
     samples: int = 1
     pass_rate: float = 1.0
     confidence: float | None = None
@@ -268,6 +363,14 @@ def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
     return kwargs, args
 
 
+def uses_harness(item: pytest.Item) -> bool:
+    """Whether a test uses the harness: its ``harness`` marker or a ``harness*`` fixture."""
+    names = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("harness") is not None or any(
+        name.startswith("harness") for name in names
+    )
+
+
 def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> TestSettings:
     """Apply one test's ``@pytest.mark.harness(...)`` arguments to the session settings.
 
@@ -284,6 +387,11 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
     model = kwargs.get("model")
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"@pytest.mark.harness(model=...) expects a str, got {model!r}.")
+    judge_model = kwargs.get("judge_model")
+    if judge_model is not None and not isinstance(judge_model, str):
+        raise ConfigError(
+            f"@pytest.mark.harness(judge_model=...) expects a str, got {judge_model!r}."
+        )
     record = settings.record
     if not settings.record_from_cli and "record" in kwargs:
         record = choice("@pytest.mark.harness(record=...)", kwargs["record"], RECORD_MODES)
@@ -294,6 +402,9 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         cassette=cassette,
         degenerate=choice("@pytest.mark.harness(degenerate=...)", degenerate, DEGENERATE_MODES),
         model=settings.model if settings.model_from_cli else (model or settings.model),
+        judge_model=settings.judge_model  # command line > marker > ini, as for model
+        if settings.judge_model_from_cli
+        else (judge_model or settings.judge_model),
         timeout=settings.timeout
         if timeout is None
         else seconds("@pytest.mark.harness(timeout=...)", timeout),

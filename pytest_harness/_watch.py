@@ -65,17 +65,25 @@ _PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
 
 @dataclass(eq=False)
 class Spend:
-    """The model calls of one test: how many, their tokens, and (once priced) their cost."""
+    """The model calls of one test: how many, their tokens, (once priced) their cost, and
+    the sum of their latencies (None until one is known)."""
 
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
+    latency_s: float | None = None
     models: dict[str, int] = field(default_factory=dict)
     _unpriced: list[tuple[str, str | None, Usage]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(
-        self, model: str, usage: Usage, *, provider: str | None = None, cost: float | None = None
+        self,
+        model: str,
+        usage: Usage,
+        *,
+        provider: str | None = None,
+        cost: float | None = None,
+        latency_s: float | None = None,
     ) -> None:
         """Count one model response (thread-safe: SDKs call from threads).
 
@@ -84,10 +92,13 @@ class Spend:
             usage: its token counts.
             provider: litellm's provider name, to price it.
             cost: its cost when already known (the seam's calls); else it is priced later.
+            latency_s: its latency (as recorded, in replay), when known.
         """
         with self._lock:
             self.calls += 1
             self.usage += usage
+            if latency_s is not None:
+                self.latency_s = (self.latency_s or 0.0) + latency_s
             self.models[model] = self.models.get(model, 0) + 1
             if cost is not None:
                 self.cost = (self.cost or 0.0) + cost
@@ -119,6 +130,7 @@ class Spend:
             "cached_tokens": self.usage.cached_tokens,
             "cache_write_tokens": self.usage.cache_write_tokens,
             "cost": self.cost,
+            "latency_s": None if self.latency_s is None else round(self.latency_s, 3),
             "models": dict(self.models),
         }
 
@@ -324,7 +336,9 @@ class TrafficWatch:
 
     def harness_response(self, response: ModelResponse) -> None:
         """Count a response of the harness's own (the seam reported it)."""
-        self.spend.add(response.model, response.usage, cost=response.cost)
+        self.spend.add(
+            response.model, response.usage, cost=response.cost, latency_s=response.latency_s
+        )
 
     def seen(self, seen: Seen) -> str | None:
         """Judge a model response of the test's traffic: its defect (a validator reason), or None.
@@ -338,7 +352,9 @@ class TrafficWatch:
         if seen.seam:
             return model.defect(found.response)
         provider = None if self.free else found.provider  # no provider: not priced
-        self.spend.add(found.model, found.response.usage, provider=provider)
+        self.spend.add(
+            found.model, found.response.usage, provider=provider, latency_s=seen.latency_s
+        )
         source = "a replayed" if seen.replayed else "a"
         call = f"{source} request of the application ({seen.method} {seen.uri.partition('?')[0]})"
         error = model.problem(seen.found.response, call=call, within=self.scope)

@@ -65,6 +65,27 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--harness-models",
+        {
+            "help": "comma-separated litellm model names: run every test that uses the harness "
+            "once per model (ids test[MODEL]), each with that model as its override and its "
+            "own cassette (test[MODEL].yaml), and report them as a matrix (overrides "
+            "harness_models; refused with --harness-model)",
+            "default": None,
+            "metavar": "MODEL,MODEL",
+        },
+    ),
+    (
+        "--harness-judge-model",
+        {
+            "help": "litellm model name of every judge a tribunal runs (and of ready-made "
+            "judges), whatever --harness-model or --harness-models say (overrides "
+            "harness_judge_model and markers)",
+            "default": None,
+            "metavar": "MODEL",
+        },
+    ),
+    (
         "--harness-prune",
         {
             "help": "after a full run (no paths, -k, -m or deselection; every test passed), "
@@ -102,6 +123,19 @@ INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...
     (
         "harness_model",
         "litellm model name that replaces every model call's model",
+        "string",
+        "",
+    ),
+    (
+        "harness_models",
+        "comma-separated litellm model names: a model matrix, as --harness-models (a "
+        "--harness-model on the command line turns it off)",
+        "string",
+        "",
+    ),
+    (
+        "harness_judge_model",
+        "litellm model name of every judge a tribunal runs, whatever the model override",
         "string",
         "",
     ),
@@ -198,9 +232,10 @@ MARKERS: tuple[tuple[str, str], ...] = (
     (
         "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
         "samples=1, pass_rate=1.0, confidence=None, margin=0.05, inconclusive='fail', "
-        "mcp_stdio=None)",
+        "mcp_stdio=None, judge_model=None)",
         "per-test harness settings: cassette name (False: none), degenerate policy "
-        "(fail/warn/off), model, record mode (none/new/all), call timeout; run the body `samples` "
+        "(fail/warn/off), model, judges' model, record mode (none/new/all), call timeout; run "
+        "the body `samples` "
         "times and pass when at least `pass_rate` of them pass; with `confidence`, stop as soon "
         "as the samples decide at that confidence (SPRT, indifference `margin`), an undecided "
         "test being `inconclusive` (fail/xfail/pass); an MCP server over stdio (error/live)",
@@ -246,9 +281,10 @@ def pytest_configure(config: pytest.Config) -> None:
         import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
     for signature, help in MARKERS:
         config.addinivalue_line("markers", f"{signature}: {help}")
-    recording = False
+    recording = matrix = False
     if _sets_harness_options(config):
         recording = settings(config).record != "none"  # a wrong value is a usage error now
+        matrix = bool(settings(config).models)
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
@@ -260,8 +296,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(prune, "harness-prune")
     if workerinput is None:  # the controller sees every case's report: it keeps the gates
         config.pluginmanager.register(DatasetGates(), "harness-dataset-gates")
+    if matrix:  # every test that uses the harness, once per model
+        from pytest_harness._matrix import Matrix
+
+        config.pluginmanager.register(Matrix(settings(config).models), "harness-matrix")
     shown = config.option.harness_report is not None or config.option.verbose > 0
-    if workerinput is None and (shown or recording):  # the controller reports for all workers
+    if workerinput is None and (shown or recording or matrix):  # the controller reports
         from pytest_harness._report.session import SessionReport
 
         path = settings(config).report
@@ -366,6 +406,19 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     from pytest_harness import _item as item
 
     return item.fixture(request.node)
+
+
+@pytest.fixture
+def harness_model(request: pytest.FixtureRequest) -> str | None:
+    """The model override this test runs with (``--harness-model``, its marker's ``model=``,
+    ``harness_model``, or its model in a ``--harness-models`` matrix), or None.
+
+    Point the application's own client at it to vary the application with the matrix:
+    ``client.chat.completions.create(model=harness_model or "gpt-4o-mini", ...)``.
+    """
+    from pytest_harness import _scope as scope
+
+    return scope.current().model
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -30,6 +29,7 @@ from pytest_harness import _scope as scope
 from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
+from pytest_harness._settings import file_name
 from pytest_harness.errors import (
     CassetteError,
     CassetteMiss,
@@ -76,8 +76,16 @@ class Seen:
     method: str = "POST"
 
 
-def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
-    """``<dir>/<module path>/<test name>.yaml``, or ``<dir>/<name>.yaml`` for a named one."""
+def cassette_path(
+    cassette_dir: Path, nodeid: str, name: str | None, *, model: str | None = None
+) -> Path:
+    """``<dir>/<module path>/<test name>.yaml``, or ``<dir>/<name>.yaml`` for a named one.
+
+    A copy of a model matrix (``--harness-models``) has its own: ``<test name>[<model>].yaml``
+    (``<name>[<model>].yaml``), ``nodeid`` being the test's id without the model, and the
+    model made safe for a file name (``file_name``). No other cassette name has brackets.
+    """
+    tag = "" if model is None else f"[{file_name(model)}]"
     if name is not None:
         relative = Path(name.removesuffix(SUFFIX))
         if relative.is_absolute() or ".." in relative.parts:
@@ -85,10 +93,10 @@ def cassette_path(cassette_dir: Path, nodeid: str, name: str | None) -> Path:
                 f"@pytest.mark.harness(cassette={name!r}) must name a relative path inside "
                 "harness_cassette_dir, without '..'."
             )
-        return cassette_dir / relative.with_name(relative.name + SUFFIX)
+        return cassette_dir / relative.with_name(relative.name + tag + SUFFIX)
     module, _, test = nodeid.partition("::")
     folder = Path(module).with_suffix("")
-    return cassette_dir / folder / (_sanitize(test.replace("::", ".")) + SUFFIX)
+    return cassette_dir / folder / (file_name(test.replace("::", ".")) + tag + SUFFIX)
 
 
 def _failed_url(error: BaseException) -> str | None:
@@ -122,10 +130,6 @@ def _address(url: str) -> str:
     return f"{parts.hostname}:{port}"
 
 
-def _sanitize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "test"
-
-
 @dataclass(eq=False)
 class CassetteSlot:
     """The cassette of one test (a call hook of the model seam).
@@ -152,6 +156,8 @@ class CassetteSlot:
         model: the model override (``--harness-model``) of the recording: the one the file
             was recorded with, else this run's; the commands the messages give repeat it.
         replayed_with: this run's override, when it differs from the recording's.
+        matrix: the model of the model matrix's copy this test is (``--harness-models``),
+            else None.
     """
 
     path: Path
@@ -170,6 +176,7 @@ class CassetteSlot:
     shared: bool = False
     model: str | None = None
     replayed_with: str | None = None
+    matrix: str | None = None
     misses: list[CassetteMiss | CassetteError | UnrecordableTraffic] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
@@ -333,6 +340,14 @@ class CassetteSlot:
     def hint(self) -> str:
         """How to record the test again with the recording's settings (for messages)."""
         test = self.nodeid
+        model = self.matrix
+        if model is not None:
+            return (
+                f"The recording of model {model!r} (this test's copy in the model matrix) is "
+                f"missing it. To record it: pytest '{test}' --harness-record=new "
+                f"--harness-models={model} (adds what is missing), or pytest '{test}' "
+                f"--harness-live --harness-models={model} (re-records it from scratch)."
+            )
         if self.replayed_with is not None:
             return (
                 f"This cassette was recorded with --harness-model={self.model} and this run "

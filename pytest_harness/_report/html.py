@@ -1,6 +1,7 @@
 """The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
 
-Its sections: tribunal runs (beside each, its test's outcome), agreement, sampled tests,
+Its sections: the model matrix (a column per model, their answers side by side), tribunal
+runs (beside each, its test's outcome), agreement, sampled tests,
 calibrations, drift, agent runs (question, steps, answer), the application's model calls
 (messages sent, response), simulated conversations, usage, each built from ``markup``'s
 escaped blocks.
@@ -627,7 +628,48 @@ def _probes(probes: Sequence[Mapping[str, Any]]) -> Html:
 
 
 # In the page's order: (key of data, its section).
-_SECTIONS: tuple[tuple[str, Callable[[Rows], Html]], ...] = (
+def matrix(data: Mapping[str, Any]) -> Html:
+    """The model matrix (``--harness-models``): a row per test or case, a column per model;
+    each cell the outcome, pass rate and interval (a sampled test), tokens, cost, latency,
+    and the application's responses, so a row shows the models' answers side by side."""
+    models = list(data.get("models") or [])
+    body = []
+    for row in data.get("rows") or []:
+        found = row.get("cells") or {}
+        shown = [_matrix_cell(model, found.get(model)) for model in models]
+        failed = any(c.get(OUTCOME) in ("failed", "error") for c in found.values())
+        hooks = {"test": row.get("row"), "outcome": "fail" if failed else "pass"}
+        body.append(entry("matrix-row", join([element("td", row.get("row")), *shown]), hooks))
+    return section("matrix", "Model matrix", table(["test", *models], body, class_="matrix"))
+
+
+def _matrix_cell(model: str, cell: Mapping[str, Any] | None) -> Html:
+    """One model's cell of a row: its outcome and figures, then its responses in order."""
+    if cell is None:
+        return element("td", "-", class_="matrix-cell", data_model=model)
+    samples = cell.get("samples") or {}
+    figures = [f"{cell.get('tokens', 0)} tokens", money(cell.get("cost"))]
+    figures.append(seconds(cell.get("latency_s")))
+    if samples.get("ran"):
+        rate = f"{samples.get('passes')}/{samples.get('ran')} {percent(samples.get('pass_rate'))}"
+        low, high = samples.get("interval") or (None, None)
+        figures.insert(0, f"{rate} ({percent(low)}-{percent(high)})")
+    answers = [
+        element("li", folded(said), class_="response") for said in cell.get("responses") or []
+    ]
+    return element(
+        "td",
+        test_outcome(cell.get(OUTCOME)),
+        element("p", " · ".join(f for f in figures if f), class_="figures"),
+        element("ol", *answers, class_="responses") if answers else "",
+        class_="matrix-cell",
+        data_model=model,
+        data_outcome=cell.get(OUTCOME),
+    )
+
+
+_SECTIONS: tuple[tuple[str, Callable[[Any], Html]], ...] = (
+    ("matrix", matrix),
     ("tribunals", tribunals),
     ("agreement", agreement),
     ("samples", samples),
@@ -680,6 +722,8 @@ td ul { margin: 0; padding-left: 1rem; }
 #shown { margin-left: 1rem; color: #666; }
 tr.panel-score td { font-weight: 600; }
 [hidden] { display: none !important; }
+table.matrix td.matrix-cell { min-width: 16rem; }
+ol.responses { margin: .3rem 0; padding-left: 1.2rem; }
 """
 
 _SCRIPT = """

@@ -134,6 +134,22 @@ def load(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
+def _matrix_cells(data: Any, name: str) -> Any:
+    """A report with its ``matrix`` (written as rows of tests by model) as the cells it was
+    made of, one record per test copy, so that they merge as any section's records do."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("matrix"), dict):
+        return data
+    pivoted = data["matrix"]
+    rows = pivoted.get("rows", [])
+    good = isinstance(rows, list) and all(
+        isinstance(row, dict) and isinstance(row.get("cells"), dict) for row in rows
+    )
+    if not good:
+        said = _expected("rows, each with its cells by model", rows)
+        raise ReportError(f"{name}: 'matrix' {said}; {FIX}.")
+    return {**data, "matrix": [cell for row in rows for cell in row["cells"].values()]}
+
+
 def check(data: Any, name: str) -> None:
     """Check that ``data`` is a harness report, as far as merging reads it.
 
@@ -286,6 +302,7 @@ def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     Raises:
         ReportError: a report that is not one (``check``).
     """
+    reports = [(name, _matrix_cells(data, name)) for name, data in reports]
     for name, data in reports:
         check(data, name)
     keys = sections()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_harness import _drift as drift
+from pytest_harness import _matrix as matrix
 from pytest_harness import _samples as samples
 from pytest_harness import _watch as spend
 from pytest_harness._report import tribunals as report
@@ -270,6 +271,8 @@ SECTIONS = (
     Section("calibrations", CALIBRATION_PROPERTY, "judge calibration", calibrations_table),
     Section("tribunals", report.RECORD_PROPERTY, "tribunals", tribunals_table),
     Section("drift", drift.DRIFT_PROPERTY, "verdict drift", drift.drift_table, always=True),
+    # Shown whenever --harness-models ran a matrix: its cells exist only then.
+    Section("matrix", matrix.MATRIX_PROPERTY, "model matrix", matrix.matrix_table, always=True),
 )
 
 
@@ -345,6 +348,7 @@ def contents(data: Mapping[str, Rows]) -> dict[str, Any]:
     full["tests"] = list(data.get("tests", ()))
     full["datasets"] = list(data.get("datasets", ()))  # the dataset gates (datasets._gate)
     full["agreement"] = report.agreement(full["tribunals"])
+    full["matrix"] = matrix.pivot(full["matrix"])  # rows of tests, a column per model
     return full
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
 from pytest_harness._response import ModelResponse
 from pytest_harness._structured import cut_off
@@ -54,6 +55,10 @@ class Judge(Agent):
                 f"judge {cls.__name__}: threshold = {threshold!r} is not a number; set a "
                 "score, e.g. threshold = 0.8 (the judgement passes at or above it)"
             )
+
+    def resolved_model(self) -> str:
+        """The judge model in force (``--harness-judge-model``), else the Agent's choice."""
+        return scope.current().judge_model or super().resolved_model()
 
     def parse(self, response: ModelResponse) -> dict[str, Any]:
         """The judgement: ``score``, ``reason``, ``passed``, ``threshold`` and details.

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from pytest_harness import _aio
 from pytest_harness import _model as model
+from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness.errors import ConfigError
@@ -311,8 +312,10 @@ class Tribunal:
         return _aio.run_sync(self.acall())
 
     async def acall(self) -> Tribunal:
-        """Async ``call``: the judges run as tasks on the running loop."""
-        await panel.run(self._plan(), self)
+        """Async ``call``: the judges run as tasks on the running loop, on the judge model
+        when one is set (``--harness-judge-model``), whatever the model override."""
+        with scope.judging():
+            await panel.run(self._plan(), self)
         return self
 
     def _plan(self) -> panel.Plan:

@@ -130,6 +130,7 @@ def load(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ReportError(f"{path} is not JSON ({error}); {FIX}.") from None
+    data = _matrix_cells(data, str(path))
     check(data, str(path))
     return dict(data)
 

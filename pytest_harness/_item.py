@@ -199,6 +199,7 @@ class ItemRun:
         self.reports = ItemReports(item)
         self.sampling: Sampling | None = None
         self.matrix: str | None = None
+        self.column = 0  # the matrix model's place in --harness-models
         self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
 
     @classmethod
@@ -215,6 +216,7 @@ class ItemRun:
         captures = session.capture == "all" or settings_.uses_harness(item)
         run = cls(item, record_failed=session.record_failed, captures=captures)
         run.matrix = matrix
+        run.column = session.models.index(matrix) if matrix is not None else 0
         run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
         if test.record == "none":
             ignored = [split_host(host)[0] for host in session.ignore_hosts]  # hosts, not ports
@@ -399,7 +401,7 @@ class ItemRun:
         from pytest_harness._matrix import cell_property
 
         samples = None if self.sampling is None else self.sampling.record(self.item.nodeid)
-        return cell_property(self.item.nodeid, model, self.watch, samples)
+        return cell_property(self.item.nodeid, model, self.watch, samples, column=self.column)
 
 
 def _sampling(test: settings_.TestSettings) -> Sampling:

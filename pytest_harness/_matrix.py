@@ -68,16 +68,23 @@ def row_of(nodeid: str, model: str) -> str:
 
 
 def cell_property(
-    test: str, model: str, watch: TrafficWatch, samples: Mapping[str, Any] | None
+    test: str,
+    model: str,
+    watch: TrafficWatch,
+    samples: Mapping[str, Any] | None,
+    *,
+    column: int = 0,
 ) -> tuple[str, str]:
-    """One copy's cell as a JUnit property: row, model, calls, tokens, cost, latency (the
-    sum of its model calls', as recorded in replay), its samples' pass rate and interval
-    (a sampled test), and the application's responses in order."""
+    """One copy's cell as a JUnit property: row, model and its ``column`` (its place in
+    ``--harness-models``), calls, tokens, cost, latency (the sum of its model calls', as
+    recorded in replay), its samples' pass rate and interval (a sampled test), and the
+    application's responses in order."""
     record = watch.spend.record(test, priced=watch.price)
     data = {
         "test": test,
         "row": row_of(test, model),
         "model": model,
+        "column": column,
         "calls": record["calls"],
         "tokens": record["tokens"],
         "cost": record["cost"],
@@ -98,18 +105,27 @@ def _samples(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pivot(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The cells as a matrix: ``models`` (columns, first seen first) and ``rows``, each
-    ``{"row": test id without the model, "cells": {model: cell}}`` in first-seen order;
-    ``{}`` without cells (no matrix ran)."""
+    """The cells as a matrix: ``models`` (columns, in ``--harness-models`` order) and
+    ``rows``, each ``{"row": test id without the model, "cells": {model: cell}}`` in
+    first-seen order; ``{}`` without cells (no matrix ran).
+
+    The columns follow each cell's ``column``, so xdist workers finishing in any order give
+    the same columns (a cell without one, from an older report, comes after, first seen
+    first)."""
     if not cells:
         return {}
-    models: list[str] = []
+    seen: dict[str, int] = {}
     rows: dict[str, dict[str, Any]] = {}
     for cell in cells:
-        if cell["model"] not in models:
-            models.append(cell["model"])
+        seen.setdefault(cell["model"], len(seen))
         rows.setdefault(cell["row"], {})[cell["model"]] = dict(cell)
+    place = {c["model"]: _column(c.get("column"), len(seen)) for c in cells}
+    models = sorted(seen, key=lambda model: (place[model], seen[model]))
     return {"models": models, "rows": [{"row": r, "cells": c} for r, c in rows.items()]}
+
+
+def _column(column: Any, last: int) -> int:
+    return column if isinstance(column, int) and not isinstance(column, bool) else last
 
 
 def cell_text(cell: Mapping[str, Any] | None) -> str:

@@ -305,3 +305,117 @@ def test_a_sampled_copy_shows_its_rate_and_the_marker_pins_the_judges(
     samples = row["cells"]["openai/m1"]["samples"]
     assert (samples["passes"], samples["ran"], samples["pass_rate"]) == (3, 3, 1.0)
     assert [round(bound, 2) for bound in samples["interval"]] == [0.44, 1.0]
+
+
+DIRECT = """
+from conftest import PARAMS
+from pytest_harness.judges import Rubric
+
+
+class Clarity(Rubric):
+    model = "openai/own-judge"
+    params = PARAMS
+    criteria = "how clearly the reply says what happens next."
+    steps = ["Read the reply.", "Assign a score for clarity on a scale of 1 to 5."]
+
+
+def test_direct(harness, reply):
+    judged = harness.ask(Clarity, reply("late order")).processed
+    assert (judged["score"], judged["passed"]) == (4, True)
+
+
+def test_without_asking_for_the_model(harness):  # the matrix copies it all the same
+    assert harness.ask(Clarity, "We ship on Monday.").processed["score"] == 4
+"""
+
+
+def rubric_answer(body: dict[str, Any]) -> Reply:
+    """A score for a rubric's request (on whatever model it came), else the model's words."""
+    if "Evaluation Steps" in body["messages"][-1]["content"]:
+        return Reply(content=json.dumps({"reason": "says it", "score": 4}))
+    return Reply(content=f"{body['model']} on {body['messages'][-1]['content']}")
+
+
+@pytest.mark.parametrize(
+    ("pin", "judged_on"),
+    [(["--harness-judge-model=openai/judge"], ["judge"] * 4), ([], ["m1", "m1", "m2", "m2"])],
+    ids=["pinned", "unpinned"],
+)
+def test_a_ready_made_judge_asked_directly_follows_the_pin(
+    suite: pytest.Pytester, server: LoopbackServer, pin: list[str], judged_on: list[str]
+) -> None:
+    """A ready-made judge called with ``harness.ask`` (no tribunal) runs on the pinned judge
+    model in every copy of the matrix; unpinned, it follows each copy's model, as any agent
+    does. Replay offline reaches the same scores."""
+    server.handler = rubric_answer
+    suite.makepyfile(test_chat=DIRECT)
+    run(suite, "--harness-live", MODELS, *pin).assert_outcomes(passed=4)
+    scored = [b["model"] for b in server.requests if "Evaluation Steps" in str(b["messages"])]
+    assert sorted(scored) == judged_on
+    assert "own-judge" not in [body["model"] for body in server.requests]
+    server.stop()
+    run(suite, MODELS).assert_outcomes(passed=4)
+
+
+def test_a_matrix_under_xdist_reports_as_one_process_does(
+    suite: pytest.Pytester, server: LoopbackServer
+) -> None:
+    """Recorded by two xdist workers, the matrix replays on two workers into the same
+    matrix (rows, models, cells) as a one-process replay, and the same cassettes."""
+    server.handler = lambda body: Reply(
+        content=json.dumps({"pass": True, "reason": "fine"})
+        if body["model"] == "judge"
+        else f"{body['model']} on {body['messages'][-1]['content']}"
+    )
+    judged = "--harness-judge-model=openai/judge"
+    live = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2", "--harness-live", MODELS, judged
+    )
+    live.assert_outcomes(passed=7)
+    assert len(cassettes(suite)) == 6  # test_plain uses no harness: no copies, no cassette
+    server.stop()
+
+    def matrix(*args: str) -> dict[str, Any]:
+        report = f"report{len(args)}.json"
+        result = suite.runpytest_subprocess(
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            MODELS,
+            f"--harness-report={report}",
+            *args,
+        )
+        result.assert_outcomes(passed=7)
+        found = json.loads((suite.path / report).read_text())["matrix"]
+        found["rows"].sort(key=lambda row: row["row"])
+        return found
+
+    two, one = matrix("-n", "2"), matrix()
+    assert two == one
+    assert [row["row"] for row in one["rows"]] == [
+        "test_chat.py::test_agent",
+        "test_chat.py::test_reply[case-1]",
+        "test_chat.py::test_reply[case-2]",
+    ]
+    assert sorted(one["models"]) == ["openai/m1", "openai/m2"]
+
+
+def test_the_columns_follow_the_matrix_whichever_copy_finished_first() -> None:
+    """xdist workers report the copies in any order: the columns stay in --harness-models
+    order; a cell from an older report (no ``column``) comes after the others."""
+    from pytest_harness._matrix import pivot
+
+    def cell(model: str, row: str, column: object = None) -> dict[str, object]:
+        placed = {} if column is None else {"column": column}
+        return {"model": model, "row": row, **placed}
+
+    cells = [cell("m2", "a", 1), cell("m3", "b"), cell("m1", "b", 0), cell("m1", "a", 0)]
+    matrix = pivot(cells)
+    assert matrix["models"] == ["m1", "m2", "m3"]
+    assert [(row["row"], sorted(row["cells"])) for row in matrix["rows"]] == [
+        ("a", ["m1", "m2"]),
+        ("b", ["m1", "m3"]),
+    ]
+    assert pivot([cell("m2", "a", True), cell("m1", "a", 0)])["models"] == ["m1", "m2"]
+    assert pivot([]) == {}

@@ -674,6 +674,26 @@ def test_the_filter_and_the_failures_toggle_hide_whole_entries(tmp_path: Path) -
 
 
 @needs_chromium
+def test_a_merged_reports_conflicts_come_first_and_stay_with_the_failures(
+    tmp_path: Path,
+) -> None:
+    """A merged report's conflicts are the page's first section, and the failures-only
+    toggle keeps them: a test that passed in one CI job and failed in another needs a look."""
+    path = tmp_path / "merged.html"
+    said = "outcome: passed (one.json), failed (two.json)"
+    conflict = {"test": POLICY, "reports": ["one.json", "two.json"], "differs": [said]}
+    write_html(path, {**session(), "conflicts": [conflict]})
+    with Browser(tmp_path) as browser:
+        browser.open(path)
+        failing = browser.evaluate(TOGGLE + SHOWN)
+        first = browser.evaluate("document.querySelector('section[id]:not(#summary)').id")
+    assert browser.errors == []
+    assert first == "conflicts"
+    assert failing[0] == ["conflict", POLICY]
+    assert len(failing) == 6  # the five failures above, and the conflict
+
+
+@needs_chromium
 def test_chromium_keeps_transcripts_and_calls_folded_until_clicked(tmp_path: Path) -> None:
     path = tmp_path / "report.html"
     write_html(path, session())

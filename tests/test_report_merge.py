@@ -288,8 +288,19 @@ def check_html(where: Path) -> None:
     }
     assert found["test_split.py::test_split"][1:4] == ["16/20", "80.0%", "58.4% - 91.9% (95.0%)"]
     counts = page.find("section", id="summary")
-    # 4 tests, test_flaky twice: a conflicting test counts once per version kept.
-    assert counts.find("li", data_key="tests").attrs["data-count"] == "5"
+    # 4 tests: test_flaky, kept twice (once per report), counts once, as a conflict.
+    tests = counts.find("li", data_key="tests")
+    assert tests.attrs["data-count"] == "4"
+    assert tests.find("span", "split").text == "1 conflict, 3 passed"
+    assert counts.find("li", data_key="conflicts").attrs["data-count"] == "1"
+    (row,) = (
+        page.find("section", id="conflicts").find("table", "conflicts").find_all("tr", "conflict")
+    )
+    said = [td.text for td in row.find_all("td")]
+    assert said[:2] == ["test_split.py::test_flaky", "one.json, two.json"]
+    assert "outcome: passed (one.json), failed (two.json)" in said[2]
+    assert row.attrs["data-outcome"] == "conflict"
+    assert page.find("nav").find("a").attrs["href"] == "#conflicts"  # first on the page
 
 
 def check_junit(where: Path) -> None:

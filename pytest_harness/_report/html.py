@@ -1,10 +1,10 @@
 """The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
 
-Its sections: the model matrix (a column per model, their answers side by side), tribunal
-runs (beside each, its test's outcome), agreement, sampled tests,
-calibrations, drift, agent runs (question, steps, answer), the application's model calls
-(messages sent, response), simulated conversations, usage, each built from ``markup``'s
-escaped blocks.
+Its sections: the conflicts between merged reports (``merge``), the model matrix (a
+column per model, their answers side by side), tribunal runs (beside each, its test's
+outcome), agreement, sampled tests, dataset gates, calibrations, drift, agent runs
+(question, steps, answer), the application's model calls (messages sent, response),
+simulated conversations, usage, each built from ``markup``'s escaped blocks.
 """
 
 from __future__ import annotations
@@ -627,7 +627,33 @@ def _probes(probes: Sequence[Mapping[str, Any]]) -> Html:
     return table(headers, [element("tbody", *rows)], class_="probes")
 
 
-# In the page's order: (key of data, its section).
+def conflicts(records: Rows) -> Html:
+    """The tests that differ between merged reports (``python -m pytest_harness merge``):
+    which test, in which reports, what differs. Every version of such a test is kept in
+    the sections below, each naming its report."""
+    body = [
+        entry(
+            "conflict",
+            join(
+                [
+                    element("td", record.get("test")),
+                    element("td", ", ".join(str(r) for r in record.get("reports") or [])),
+                    element("td", element("ul", *(element("li", d) for d in _differs(record)))),
+                ]
+            ),
+            {"test": record.get("test"), "outcome": "conflict"},
+        )
+        for record in records
+    ]
+    headers = ["test", "reports", "what differs"]
+    title = "Conflicts between the merged reports"
+    return section("conflicts", title, table(headers, body, class_="conflicts"))
+
+
+def _differs(record: Mapping[str, Any]) -> list[str]:
+    return [str(said) for said in record.get("differs") or []]
+
+
 def matrix(data: Mapping[str, Any]) -> Html:
     """The model matrix (``--harness-models``): a row per test or case, a column per model;
     each cell the outcome, pass rate and interval (a sampled test), tokens, cost, latency,
@@ -668,7 +694,9 @@ def _matrix_cell(model: str, cell: Mapping[str, Any] | None) -> Html:
     )
 
 
+# In the page's order: (key of data, its section).
 _SECTIONS: tuple[tuple[str, Callable[[Any], Html]], ...] = (
+    ("conflicts", conflicts),
     ("matrix", matrix),
     ("tribunals", tribunals),
     ("agreement", agreement),
@@ -716,6 +744,7 @@ details.app-call, details.run-transcript { margin: .2rem 0; }
 ol.messages { margin: .3rem 0; padding-left: 1.4rem; }
 .question, .answer, .response, .reasoning { margin: .3rem 0; }
 tr.probe.flagged td { background: #fbe0e0; }
+tr.conflict td { background: #fdf0d2; }
 .error { color: #8a1010; }
 ul.errors, ul.failures, ol.turns { margin: .3rem 0; padding-left: 1.2rem; }
 td ul { margin: 0; padding-left: 1rem; }
@@ -738,7 +767,8 @@ _SCRIPT = """
     entries.forEach(function (entry) {
       var outcome = entry.getAttribute("data-outcome");
       var said = entry.textContent.toLowerCase();
-      var keep = (!failing.checked || outcome === "fail" || outcome === "error") &&
+      var needed = outcome === "fail" || outcome === "error" || outcome === "conflict";
+      var keep = (!failing.checked || needed) &&
         words.every(function (word) { return said.indexOf(word) !== -1; });
       entry.hidden = !keep;
       visible += keep ? 1 : 0;
@@ -838,9 +868,10 @@ def _summary(data: Mapping[str, Any]) -> Html:
     usage = data.get("usage") or []
     flagged = sorted({str(n) for c in calibrations for n in c.get("flagged") or []})
     costs = [u["cost"] for u in usage if u.get("cost") is not None]
-    tests = data.get("tests") or []
+    tests = _distinct(data.get("tests") or [])
     app = data.get("app_calls") or []
     counts = [
+        ("conflicts", len(data.get("conflicts") or []), "tests differ between reports", ""),
         ("tests", len(tests), "tests with records", _split(tests, "outcome")),
         ("tribunals", len(tribunals), "tribunal runs", _split(tribunals, "outcome")),
         ("samples", len(samples), "sampled tests", _split(samples, "outcome")),
@@ -866,6 +897,18 @@ def _summary(data: Mapping[str, Any]) -> Html:
         if number
     ]
     return element("section", element("ul", *items, class_="counts"), id="summary")
+
+
+def _distinct(tests: Rows) -> list[dict[str, Any]]:
+    """Each test once: a merged report keeps every version of a conflicting test (each
+    naming its report); such a test counts once, its outcome ``conflict`` unless all its
+    versions agree."""
+    found: dict[Any, dict[str, Any]] = {}
+    for test in tests:
+        seen = found.setdefault(test.get("test"), dict(test))
+        if seen.get("outcome") != test.get("outcome"):
+            seen["outcome"] = "conflict"
+    return list(found.values())
 
 
 def _split(records: Rows, key: str) -> str:

@@ -60,7 +60,9 @@ class CallHook(Protocol):
     ``receive`` may change the response it got (given the keyword arguments as sent);
     ``judged`` tells what the hook's traffic check found in the call's reply, or None when
     it saw none (the seam then checks the response itself);
-    ``translate`` may replace an exception the call raised by a clearer one (or return None).
+    ``translate`` may replace an exception the call raised by a clearer one (or return None);
+    ``replay`` may answer the call without sending it (a cassette's recorded reply, when
+    ``read`` can read it as the provider's library would), or return None: the call is sent.
     A hook may leave itself a note in the keyword arguments under a key that starts with
     ``NOTE_PREFIX``: the seam never sends those to the provider.
     """
@@ -72,6 +74,8 @@ class CallHook(Protocol):
     def judged(self, kwargs: Mapping[str, Any]) -> Judged | None: ...
 
     def translate(self, error: BaseException) -> BaseException | None: ...
+
+    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Any, str], Any]) -> Any: ...
 
 
 NOTE_PREFIX = "_harness_"  # a call hook's note to itself in a call's kwargs, never sent

@@ -300,24 +300,40 @@ def note_used(path: Path, *, folder: bool = False) -> None:
 
 
 def interaction(
-    request: Mapping[str, Any], response: Mapping[str, Any], latency_s: float | None = None
+    request: Mapping[str, Any],
+    response: Mapping[str, Any],
+    latency_s: float | None = None,
+    seam: str | None = None,
 ) -> dict[str, Any]:
     """One recorded exchange as the file stores it: JSON bodies as JSON (``bodies``),
-    volatile headers left out and the loopback port pinned (``steady.kept``), and the
-    exchange's latency in seconds when it was measured."""
+    volatile headers left out and the loopback port pinned (``steady.kept``), the
+    exchange's latency in seconds when it was measured, and the key of what the model seam
+    asked (``matching.seam_key``) when the seam made it."""
     raw = dict(request)
     raw["body"] = _stored(raw["body"])
     body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
-    answer = {name: value for name, value in response.items() if name != LATENCY}
+    answer = {name: value for name, value in response.items() if name not in (LATENCY, SEAM)}
     stored = steady.kept({"request": raw, "response": {**answer, "body": shown}})
     if latency_s is not None:
         stored[LATENCY] = round(latency_s, 3)
+    if seam is not None:
+        stored[SEAM] = seam
     return stored
 
 
 # The interaction field that holds how long the exchange took when it was recorded (seconds).
 LATENCY = "latency_s"
+# The interaction field that holds the key of the model seam's call that made it.
+SEAM = "seam"
+
+
+def seam(interaction: Mapping[str, Any]) -> str | None:
+    """The seam call's key a stored interaction keeps (``matching.seam_key``), or None
+    (the application's own request, a cassette recorded before keys were kept, or a value
+    that is no key: such an interaction is replayed by its HTTP match only)."""
+    value = interaction.get(SEAM)
+    return value if isinstance(value, str) and value else None
 
 
 def latency(interaction: Mapping[str, Any]) -> float | None:

@@ -9,12 +9,18 @@ A request the model seam made carries its call number in ``SEAM_HEADER`` (the ca
 call hook adds it): the traffic check tells the seam's calls from the application's by the
 request itself. The header is never matched on, and never saved (``untagged``).
 
+A seam call also has a key of what the seam was asked (``seam_key``): model, messages,
+tools, response format, parameters and endpoint, before litellm builds any request. The
+cassette stores it beside the call's interaction, and replay answers the seam call by it
+without building the request (``_model``'s fast path), falling back to the HTTP match.
+
 Pure functions over plain values: no vcrpy, no litellm.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
@@ -81,6 +87,53 @@ def _drop(data: Any, path: list[str]) -> None:
             data[int(head)] = None
         else:
             _drop(data[int(head)], rest)
+
+
+# What a seam call's key leaves out: how it is sent, not what it asks (the retries, the time
+# it may take, the headers, the key it is sent with: a secret, never stored, not even hashed).
+_NOT_ASKED = frozenset(
+    {"api_key", "extra_headers", "timeout", "num_retries", "max_retries", "caching"}
+)
+_ENDPOINTS = ("api_base", "base_url")
+
+
+def seam_key(kwargs: Mapping[str, Any], ignore: Sequence[str] = (), note: str = "") -> str | None:
+    """The key of what a seam call asks (litellm's keyword arguments), or None when they hold
+    a value JSON cannot write (a client object, a class): such a call is matched by HTTP only.
+
+    Left out: ``_NOT_ASKED``, the call hooks' notes (keys starting with ``note``), and the
+    ``ignore`` dotted paths (the match-ignored and redacted body fields, as the HTTP match
+    leaves them out). A loopback endpoint is keyed without its port, as the HTTP match is.
+    """
+    asked = {
+        name: value
+        for name, value in kwargs.items()
+        if name not in _NOT_ASKED and not (note and name.startswith(note))
+    }
+    for name in _ENDPOINTS:
+        if isinstance(asked.get(name), str):
+            asked[name] = _portless(asked[name])
+    try:
+        data = json.loads(json.dumps(asked)) if ignore else asked
+        for path in ignore:
+            _drop(data, path.split("."))
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _portless(url: str) -> str:
+    """``url`` with a loopback host's port left out (a local server's port changes)."""
+    parts = urlsplit(url)
+    try:
+        host = (parts.hostname or "").lower()
+        parts.port  # noqa: B018 (raises for a port that is not a number)
+    except ValueError:
+        return url
+    if not is_loopback(host):
+        return url
+    return parts._replace(netloc="loopback").geturl()
 
 
 def is_loopback(host: str) -> bool:

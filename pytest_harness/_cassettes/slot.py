@@ -10,6 +10,12 @@ responses it finds go to the slot's ``on_response`` (the test's traffic check), 
 seam's own calls included. The slot numbers each seam call in ``prepare`` (a header on its
 request, ``matching.SEAM_HEADER``, never saved), keeps what the check found in the reply
 under that number, and tells the seam in ``judged``: one check for all of a test's traffic.
+
+A seam call also gets a key of what it asks (``matching.seam_key``), saved beside the
+interaction it recorded. In replay, ``replay`` answers a seam call by that key straight
+from the cassette, when the seam can read the recorded reply itself (``readable``): the
+interaction is played (counted, its body checked, its traffic checked) as the HTTP path
+would play it, and litellm builds no request. Any other call takes the HTTP path.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_harness import _scope as scope
-from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call
+from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call, seam_key
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness._settings import file_name
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
 
 SUFFIX = ".yaml"
 _CALL = scope.NOTE_PREFIX + "cassette_call"  # the seam call's number, in its kwargs
+_ASKED = scope.NOTE_PREFIX + "cassette_key"  # its key (matching.seam_key), in its kwargs
 # The key replay gives SDKs that refuse to start without one: nothing is sent in replay.
 REPLAY_KEY = "pytest-harness-replay-needs-no-key"
 
@@ -187,6 +194,7 @@ class CassetteSlot:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _calls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _judged: dict[int, scope.Judged] = field(default_factory=dict)
+    _keys: dict[int, str] = field(default_factory=dict)  # each seam call's key, by number
     _live_uri: str | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +205,10 @@ class CassetteSlot:
             kwargs.setdefault("max_retries", 0)
             kwargs.setdefault("api_key", REPLAY_KEY)
         call = next(self._calls)
+        ignored = (*self.ignore, *self.redaction.body_fields)
+        key = seam_key(kwargs, ignored, note=scope.NOTE_PREFIX)
+        if key is not None:
+            kwargs[_ASKED] = self._keys[call] = key
         kwargs[_CALL] = call
         kwargs["extra_headers"] = {
             **(kwargs.get("extra_headers") or {}),
@@ -212,6 +224,31 @@ class CassetteSlot:
     def judged(self, kwargs: Mapping[str, Any]) -> scope.Judged | None:
         """What the traffic check found in the reply to this call (None: it saw none)."""
         return self._judged.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
+
+    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Recognised, str], Any]) -> Any:
+        """The recorded reply to this seam call, found by its key and read by ``read`` (the
+        seam's reader: its result, or None when it cannot read that reply itself); None, and
+        nothing played, when there is none: the call takes the HTTP path.
+
+        The interaction is played as the HTTP path plays it: counted as played, its body
+        checked (``CassetteError`` when damaged), its reply shown to the traffic check.
+        """
+        key, cassette = kwargs.get(_ASKED), self._cassette
+        if self.mode != "none" or cassette is None or not isinstance(key, str):
+            return None
+        from pytest_harness._cassettes.wire import decode, recognise
+
+        for request, response in cassette.unplayed(key):
+            status = (response.get("status") or {}).get("code") or 0
+            body = (response.get("body") or {}).get("string")
+            found = recognise(request.uri, request.body, int(status), response["headers"], body)
+            answer = None if found is None else read(found, decode(body) or "")
+            if found is None or answer is None:
+                return None
+            cassette.play(request, response)
+            self._seen(request, response, found, replayed=True, call=kwargs.get(_CALL))
+            return answer
+        return None
 
     def translate(self, error: BaseException) -> BaseException | None:
         found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
@@ -299,7 +336,20 @@ class CassetteSlot:
         if found is None:
             self._tool_run(request, response, replayed)
             return
-        call = seam_call(request.headers)
+        self._seen(request, response, found, replayed=replayed, call=seam_call(request.headers))
+
+    def _seen(
+        self,
+        request: Any,
+        response: Mapping[str, Any],
+        found: Recognised,
+        *,
+        replayed: bool,
+        call: Any,
+    ) -> None:
+        """Show a model response to the traffic check; keep what it found for seam ``call``."""
+        if self.on_response is None:
+            return
         body = request.body if isinstance(request.body, bytes) else None
         latency = response.get("latency_s")  # files.LATENCY: as recorded, or measured now
         seen = Seen(
@@ -381,7 +431,12 @@ class CassetteSlot:
 
         secrets = secret_values_from_env(os.environ)
         self._previous = store.save_recordings(
-            cassette, mode=self.mode, run_id=self.run_id, secrets=secrets, metadata=self.metadata
+            cassette,
+            mode=self.mode,
+            run_id=self.run_id,
+            secrets=secrets,
+            metadata=self.metadata,
+            seams=self._keys,
         )
         return self.path if self._previous is not None else None
 

@@ -35,6 +35,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pytest_harness._cassettes import bodies
 from pytest_harness._cassettes.matching import is_loopback
 
+SEAM = "seam"  # files.SEAM: the key of the seam call an interaction answers
+
 # Request headers left out: the address's port (the URL says where), the SDK's retry count
 # and timeouts (they differ per call, not per question), the machine the recording ran on
 # (a re-recording on another laptop or in CI is the same recording), and random trace ids.
@@ -187,8 +189,18 @@ def align(old: Sequence[Interaction], new: Sequence[Interaction], key: KeyOf) ->
         earlier = old[slots[occurrence - 1]]
         swaps = same_answer(earlier["response"], interaction["response"])
         reused = swaps is not None and not _sent_on(swaps, new[position + 1 :])
-        placed.append((slots[occurrence - 1], kept(earlier) if reused else interaction))
+        placed.append(
+            (slots[occurrence - 1], _reused(earlier, interaction) if reused else interaction)
+        )
     return [interaction for _, interaction in sorted(placed, key=lambda p: p[0])] + added
+
+
+def _reused(old: Interaction, new: Interaction) -> dict[str, Any]:
+    """The old interaction, kept, with the seam call's key the new recording has (a file
+    recorded before keys were kept gains them; an equal key changes no byte)."""
+    if SEAM not in new:
+        return kept(old)
+    return kept({**old, SEAM: new[SEAM]})
 
 
 def same_answer(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str] | None:

@@ -111,7 +111,11 @@ class Persister:
         interactions = data["interactions"]
         requests = [_request(interaction["request"]) for interaction in interactions]
         responses = [
-            {**_response(interaction["response"]), files.LATENCY: files.latency(interaction)}
+            {
+                **_response(interaction["response"]),
+                files.LATENCY: files.latency(interaction),
+                files.SEAM: files.seam(interaction),
+            }
             for interaction in interactions
         ]
         return requests, responses, dict(data.get("metadata") or {})
@@ -176,6 +180,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._ignore = (*ignore, *redaction.body_fields)
         self._blank = redaction.query_params
         self._index: dict[matching.RequestKey, list[int]] = {}
+        self._seams: dict[str, list[int]] = {}  # the seam calls' keys (matching.seam_key)
         self._hint = rerecord_hint
         self._watcher = watcher
         self._gate = gate
@@ -257,6 +262,26 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def _remember(self, index: int) -> None:
         self._index.setdefault(self.key(self.data[index][0]), []).append(index)
+        seam = self.data[index][1].get(files.SEAM)
+        if seam is not None:
+            self._seams.setdefault(seam, []).append(index)
+
+    def unplayed(self, seam: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """The first interaction not played yet that answers the seam call keyed ``seam``
+        (``matching.seam_key``), as (request, response); nothing when none is left."""
+        for index in self._seams.get(seam, ()):
+            if self.play_counts[index] == 0:
+                request, response = self.data[index]
+                if not self._passes(request.uri):
+                    yield request, response
+                return
+
+    def play(self, request: Any, response: dict[str, Any]) -> None:
+        """Play a recorded interaction without its request being sent (the seam's fast
+        path): counted as played, its body checked (``CassetteError`` when damaged)."""
+        index = next(i for i in self._seams[response[files.SEAM]] if self.data[i][1] is response)
+        self.play_counts[index] += 1
+        self._check_body(request, response)
 
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if self._passes(request.uri):
@@ -501,16 +526,24 @@ def save_recordings(
     run_id: str,
     secrets: Sequence[str],
     metadata: Mapping[str, Any] | None = None,
+    seams: Mapping[int, str] | None = None,
 ) -> dict[str, Any] | None:
     """Write what ``cassette`` recorded during this test (``files.merge_and_write``).
+
+    ``seams``: the key of what each seam call asked (``matching.seam_key``), by its call
+    number, stored with the interaction that call recorded.
 
     Returns:
         None when the test recorded nothing (no file written), else the file's header from
         before the write (empty when there was no file).
     """
+    keys = seams or {}
     new = [
         files.interaction(
-            matching.untagged(request._to_dict()), response, response.get(files.LATENCY)
+            matching.untagged(request._to_dict()),
+            response,
+            response.get(files.LATENCY),
+            keys.get(matching.seam_call(request.headers) or 0),
         )
         for request, response in cassette.recorded_now
     ]

@@ -148,6 +148,9 @@ class LocalRoute:
     def judged(self, kwargs: Mapping[str, Any]) -> Judged | None:
         return None  # the cassette's traffic check judges the replies
 
+    def replay(self, kwargs: Mapping[str, Any], read: Any) -> None:
+        return None  # the cassette replays, behind this route
+
     def translate(self, error: BaseException) -> BaseException | None:
         """The server's death behind a failed call, if it died (see ``failure``)."""
         if not self.live:

@@ -20,6 +20,7 @@ Pure functions over plain values: no vcrpy, no litellm.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -123,6 +124,7 @@ def seam_key(kwargs: Mapping[str, Any], ignore: Sequence[str] = (), note: str = 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=64)
 def _portless(url: str) -> str:
     """``url`` with a loopback host's port left out (a local server's port changes)."""
     parts = urlsplit(url)

@@ -325,7 +325,7 @@ def interaction(
 # The interaction field that holds how long the exchange took when it was recorded (seconds).
 LATENCY = "latency_s"
 # The interaction field that holds the key of the model seam's call that made it.
-SEAM = "seam"
+SEAM = matching.SEAM_FIELD
 
 
 def seam(interaction: Mapping[str, Any]) -> str | None:

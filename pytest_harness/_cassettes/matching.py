@@ -36,6 +36,7 @@ _LOOPBACK_NAMES = {"localhost", "::1", "[::1]"}
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 SEAM_HEADER = "x-pytest-harness-call"
+SEAM_FIELD = "seam"  # the interaction field of a cassette file that keeps a seam call's key
 
 
 def seam_call(headers: Mapping[str, Any]) -> int | None:

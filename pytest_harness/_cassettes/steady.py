@@ -33,9 +33,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_harness._cassettes import bodies
-from pytest_harness._cassettes.matching import is_loopback
-
-SEAM = "seam"  # files.SEAM: the key of the seam call an interaction answers
+from pytest_harness._cassettes.matching import SEAM_FIELD, is_loopback
 
 # Request headers left out: the address's port (the URL says where), the SDK's retry count
 # and timeouts (they differ per call, not per question), the machine the recording ran on
@@ -198,9 +196,9 @@ def align(old: Sequence[Interaction], new: Sequence[Interaction], key: KeyOf) ->
 def _reused(old: Interaction, new: Interaction) -> dict[str, Any]:
     """The old interaction, kept, with the seam call's key the new recording has (a file
     recorded before keys were kept gains them; an equal key changes no byte)."""
-    if SEAM not in new:
+    if SEAM_FIELD not in new:
         return kept(old)
-    return kept({**old, SEAM: new[SEAM]})
+    return kept({**old, SEAM_FIELD: new[SEAM_FIELD]})
 
 
 def same_answer(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str] | None:

@@ -238,17 +238,19 @@ class CassetteSlot:
             return None
         from pytest_harness._cassettes.wire import decode, recognise
 
-        for request, response in cassette.unplayed(key):
-            status = (response.get("status") or {}).get("code") or 0
-            body = (response.get("body") or {}).get("string")
-            found = recognise(request.uri, request.body, int(status), response["headers"], body)
-            answer = None if found is None else read(found, decode(body) or "")
-            if found is None or answer is None:
-                return None
-            cassette.play(request, response)
-            self._seen(request, response, found, replayed=True, call=kwargs.get(_CALL))
-            return answer
-        return None
+        index = cassette.unplayed(key)
+        if index is None:
+            return None
+        request, response = cassette.data[index]
+        status = (response.get("status") or {}).get("code") or 0
+        body = (response.get("body") or {}).get("string")
+        found = recognise(request.uri, request.body, int(status), response["headers"], body)
+        answer = None if found is None else read(found, decode(body) or "")
+        if found is None or answer is None:
+            return None
+        cassette.play(index)
+        self._seen(request, response, found, replayed=True, call=kwargs.get(_CALL))
+        return answer
 
     def translate(self, error: BaseException) -> BaseException | None:
         found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))

@@ -266,22 +266,20 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if seam is not None:
             self._seams.setdefault(seam, []).append(index)
 
-    def unplayed(self, seam: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    def unplayed(self, seam: str) -> int | None:
         """The first interaction not played yet that answers the seam call keyed ``seam``
-        (``matching.seam_key``), as (request, response); nothing when none is left."""
+        (``matching.seam_key``), by its index; None when none is left (or its host is one
+        whose traffic passes through)."""
         for index in self._seams.get(seam, ()):
             if self.play_counts[index] == 0:
-                request, response = self.data[index]
-                if not self._passes(request.uri):
-                    yield request, response
-                return
+                return None if self._passes(self.data[index][0].uri) else index
+        return None
 
-    def play(self, request: Any, response: dict[str, Any]) -> None:
-        """Play a recorded interaction without its request being sent (the seam's fast
-        path): counted as played, its body checked (``CassetteError`` when damaged)."""
-        index = next(i for i in self._seams[response[files.SEAM]] if self.data[i][1] is response)
+    def play(self, index: int) -> None:
+        """Play interaction ``index`` without its request being sent (the seam's fast path):
+        counted as played, its body checked (``CassetteError`` when damaged)."""
         self.play_counts[index] += 1
-        self._check_body(request, response)
+        self._check_body(*self.data[index])
 
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if self._passes(request.uri):

@@ -293,9 +293,12 @@ def _replayed(
     stream's deltas passed on as litellm passes them; None: the call is to be sent."""
     started = time.perf_counter()
     read = functools.partial(_read_replayed, call, started)
-    found: _Replay | None = next(
-        filter(None, (hook.replay(call.kwargs, read) for hook in call.hooks)), None
-    )
+    found: _Replay | None = None
+    for hook in call.hooks:
+        replay = getattr(hook, "replay", None)  # optional: a hook without it never answers
+        found = replay(call.kwargs, read) if replay is not None else None
+        if found is not None:
+            break
     if found is None:
         return None
     for text, thought in found.deltas:

@@ -61,8 +61,9 @@ class CallHook(Protocol):
     ``judged`` tells what the hook's traffic check found in the call's reply, or None when
     it saw none (the seam then checks the response itself);
     ``translate`` may replace an exception the call raised by a clearer one (or return None);
-    ``replay`` may answer the call without sending it (a cassette's recorded reply, when
-    ``read`` can read it as the provider's library would), or return None: the call is sent.
+    ``replay`` (optional: a hook without it never answers) may answer the call without
+    sending it (a cassette's recorded reply, when ``read`` can read it as the provider's
+    library would), or return None: the call is sent.
     A hook may leave itself a note in the keyword arguments under a key that starts with
     ``NOTE_PREFIX``: the seam never sends those to the provider.
     """

@@ -15,6 +15,7 @@ Pure functions over plain values: no vcrpy, no litellm.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
@@ -152,6 +153,15 @@ def request_key(
         query,
         canonical_body(body, ignore),
     )
+
+
+def digest(key: RequestKey) -> str:
+    """A short text that stands for ``key`` (32 hex digits of its SHA-256).
+
+    What a cassette file stores as an interaction's ``match_key`` and what a cassette's index
+    is keyed by: a key holds the whole canonical body, a kilobyte or more.
+    """
+    return hashlib.sha256(json.dumps(key).encode("ascii")).hexdigest()[:32]
 
 
 def describe(key: RequestKey) -> str:

@@ -360,7 +360,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             f"no recording in {self._path} matches this request:",
             _indent(matching.describe(key)),
         ]
-        recorded = [self.key(stored) for stored, _ in self.data]
+        # A request of a host ignored since it was recorded is filtered out (None).
+        recorded = [self.key(stored) for stored, _ in self.data if stored is not None]
         if matching.digest(key) in self._index:
             count = len(self._index[matching.digest(key)])
             lines.append(f"it was recorded {count} time(s) and every recording is already used.")

@@ -9,6 +9,8 @@
   wrote a file is kept outside it (``RunLog``), and an interaction recorded again the same
   is kept as the file had it (``steady``): re-recording identical answers changes no byte,
   and a file whose bytes would not change is not written.
+- Each interaction is written with its match key, and the file with a checksum (stored match
+  keys, below): a replay of a file nobody edited takes its keys instead of computing them.
 
 Plain data in and out: vcrpy is not imported here.
 """
@@ -539,8 +541,8 @@ _KINDS = {
 _INT_BITS = 14_000
 # The fields the harness reads, by where they sit; any other field is free-form.
 _READ = {
-    "": frozenset({"version", "metadata", "interactions", MATCH_KEYS, CHECKSUM}),
-    "interaction": frozenset({"request", "response", MATCH_KEY}),
+    "": frozenset({"version", "metadata", "interactions"}),
+    "interaction": frozenset({"request", "response"}),
     "request.": frozenset({"method", "uri", "body", "headers"}),
     "request.body.": frozenset({"base64", "json", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
@@ -573,20 +575,18 @@ def _shape_problem(data: Any) -> str | None:
 
 
 def _settings_problem(settings: Any) -> str | None:
-    """The problem with the file's ``match_keys`` (``ignore`` and ``blank``: lists of text)."""
+    """The problem with the file's ``match_keys`` (``ignore`` and ``blank``: lists of text;
+    it is plain JSON: ``_free`` checked it)."""
     if settings is None:
         return None
     expected = f"{MATCH_KEYS} must be a mapping with 'ignore' and 'blank', lists of text"
     if not isinstance(settings, dict):
         return f"{expected}, got {_kind(settings)}"
-    problem = _plain(settings, MATCH_KEYS)
     for name in ("ignore", "blank"):
         values = settings.get(name)
-        if problem is None and not (
-            isinstance(values, list) and all(isinstance(value, str) for value in values)
-        ):
-            problem = f"{expected}; {MATCH_KEYS}.{name} is {_kind(values)}"
-    return problem
+        if not (isinstance(values, list) and all(isinstance(value, str) for value in values)):
+            return f"{expected}; {MATCH_KEYS}.{name} is {_kind(values)}"
+    return None
 
 
 def _kind(value: Any) -> str:
@@ -671,9 +671,9 @@ def _interaction(item: Any) -> str | None:
         _free(item, "interaction")
         or _required(item, "request", dict, "")
         or _required(item, "response", dict, "")
-        or _typed(item, MATCH_KEY, str)
         or _request(item["request"])
         or _response(item["response"])
+        or _typed(item, MATCH_KEY, str)  # free-form otherwise, as latency_s is
     )
 
 

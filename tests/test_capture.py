@@ -311,6 +311,36 @@ def test_ignored_host_passes_through_and_is_never_recorded(app: pytest.Pytester)
     assert f":{service.port}/" not in uris[0]
 
 
+def test_a_host_ignored_after_it_was_recorded_is_not_replayed(tmp_path: Path) -> None:
+    """``harness_ignore_hosts`` may list a host a cassette holds recordings of: they load,
+    its requests pass through, and a miss is described from the other recordings."""
+    from vcr.request import Request
+
+    from pytest_harness._cassettes import store
+    from pytest_harness._cassettes.scrub import Redaction
+
+    def get(uri: str, text: str) -> dict[str, Any]:
+        response = {"status": {"code": 200}, "headers": {}, "body": {"string": text}}
+        return {"request": {"method": "GET", "uri": uri, "headers": {}}, "response": response}
+
+    path = tmp_path / "c.yaml"
+    recorded = [get("https://db.example/rows", "row"), get("https://api.example/models", "m")]
+    path.write_text(json.dumps({"version": 1, "interactions": recorded}))
+    cassette = store.load(
+        path,
+        mode="none",
+        ignore=(),
+        redaction=Redaction(),
+        rerecord_hint=lambda: "record it",
+        ignore_hosts=("db.example",),
+    )
+    assert not cassette.can_play_response_for(Request("GET", "https://db.example/rows", None, {}))
+    models = Request("GET", "https://api.example/models", None, {})
+    assert cassette.play_response(models)["body"]["string"] == b"m"
+    other = Request("GET", "https://api.example/other", None, {})
+    assert "GET https://api.example:443/models" in cassette.miss_message(other)
+
+
 BAD = """
 import pytest
 from chat import chat

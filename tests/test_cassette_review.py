@@ -131,8 +131,10 @@ def test_a_changed_answer_changes_only_its_part(
         for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0)
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]
-    # The reply's id, time, fingerprint, text, length and latency: nothing else.
-    assert len(changed) <= 12, changed
+    # The reply's id, time, fingerprint, text, length and latency, and the file's checksum
+    # (its last line): nothing else.
+    assert len(changed) <= 14, changed
+    assert sum(line.startswith('"checksum": ') for line in changed) == 2
     assert any('"Madrid"' in line for line in changed)
     assert not any("127.0.0.1" in line or "date" in line for line in changed)
 

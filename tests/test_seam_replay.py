@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pytest_harness import _model
 from pytest_harness import _scope as scope
 from pytest_harness._cassettes import files
-from pytest_harness._cassettes.matching import seam_key
+from pytest_harness._cassettes.matching import SEAM_FIELD, seam_key
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._item import TrafficWatch
 from pytest_harness._model import acomplete, complete
@@ -140,7 +140,7 @@ def replay(
 def without_keys(path: Path) -> Path:
     data = json.loads(path.read_text())
     for interaction in data["interactions"]:
-        interaction.pop(files.SEAM, None)
+        interaction.pop(SEAM_FIELD, None)
     copy = path.with_name("old.yaml")
     copy.write_text(json.dumps(data, indent=2))
     return copy
@@ -250,7 +250,7 @@ def test_a_hand_edited_reply_replays_as_edited_and_a_cut_one_names_the_file(
     path.write_text(json.dumps(data, indent=2))
     spy.sent = 0
     assert replay(path, params, "openai/m", {})[0].content == "as edited"
-    assert spy.sent == 0
+    assert spy.sent == 1  # an edited file's seam keys are not trusted: its HTTP match answers
 
     response = data["interactions"][0]["response"]
     text = json.dumps(response["body"].pop("json"))
@@ -260,6 +260,20 @@ def test_a_hand_edited_reply_replays_as_edited_and_a_cut_one_names_the_file(
     slot = CassetteSlot(path=path, mode="none", nodeid="t.py::test", run_id="r")
     active = scope.Scope(call_hooks=(slot,), degenerate="off", replay=True)
     with scope.activate(active), pytest.raises(CassetteError, match="the file was cut or edited"):
+        complete("What is the weather?", model="openai/m", **params)
+    slot.close(keep=False)
+
+
+def test_a_hand_edited_request_is_not_answered_by_its_stale_seam_key(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    params = record(path, Reply(content="as recorded"), "openai/m", {})
+    data = json.loads(path.read_text())
+    request = data["interactions"][0]["request"]["body"]["json"]
+    request["messages"][-1]["content"] = "What is the time?"  # the prompt, edited
+    path.write_text(json.dumps(data, indent=2))
+    slot = CassetteSlot(path=path, mode="none", nodeid="t.py::test", run_id="r")
+    active = scope.Scope(call_hooks=(slot,), degenerate="off", replay=True)
+    with scope.activate(active), pytest.raises(CassetteMiss, match="What is the time"):
         complete("What is the weather?", model="openai/m", **params)
     slot.close(keep=False)
 

@@ -9,6 +9,8 @@
   wrote a file is kept outside it (``RunLog``), and an interaction recorded again the same
   is kept as the file had it (``steady``): re-recording identical answers changes no byte,
   and a file whose bytes would not change is not written.
+- Each interaction is written with its match key, and the file with a checksum (stored match
+  keys, below): a replay of a file nobody edited takes its keys instead of computing them.
 
 Plain data in and out: vcrpy is not imported here.
 """
@@ -18,12 +20,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +48,8 @@ def merge_and_write(
     run_id: str,
     secrets: Sequence[str],
     metadata: Mapping[str, Any] | None = None,
-    key: steady.KeyOf | None = None,
+    ignore: Sequence[str] = (),
+    blank: Collection[str] = (),
 ) -> dict[str, Any]:
     """Write the interactions a test recorded into ``path``, keeping what belongs there.
 
@@ -56,11 +60,13 @@ def merge_and_write(
     mapping value merges with the file's by key (per-test entries such as ``verdicts``
     survive a new recording run until their own test records again). Which files this run
     wrote is kept outside them (``RunLog``): the file is written only when its bytes change.
-    Raises CassetteError when a secret is found; nothing is written then.
+    Every interaction is written with its match key (``match_key``), computed with
+    ``ignore`` and ``blank`` (``matching.request_key``), and the file with its checksum
+    (``stored_keys``). Raises CassetteError when a secret is found; nothing is written then.
 
     Args:
-        key: the match key of a stored request (``steady.align`` pairs by it); by default
-            ``matching.request_key`` of its method, URL and body.
+        ignore: the dotted body fields the cassette's match keys leave out.
+        blank: the query parameters whose value its match keys leave out.
 
     Returns:
         The file's header before this write (``version`` and ``metadata``), or an empty
@@ -83,15 +89,18 @@ def merge_and_write(
         known.pop("run", None)  # cassettes written before the run id moved out kept it here
         interactions = [*kept, *new]
         original = list(current.get("interactions", [])) if written is None else written.original
+        key = functools.partial(_request_key, ignore=ignore, blank=blank)
         if mode == "all":
-            interactions = steady.align(original, interactions, key or _request_key)
+            interactions = steady.align(original, interactions, key)
         data = {
             "version": FORMAT_VERSION,
             "metadata": _merged(known, metadata or {}),
-            "interactions": interactions,
+            "interactions": [_keyed(interaction, key) for interaction in interactions],
+            MATCH_KEYS: _settings(ignore, blank),
+            CHECKSUM: "",  # the last field: _sealed fills it in
         }
         scrub.check_before_write(data, secrets, str(path))
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        text = _sealed(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         if before != text.encode("utf-8"):
             write_atomic(path, text)
         tests = _per_test_keys(metadata or {})
@@ -105,10 +114,11 @@ def merge_and_write(
 THIS_RUN = "this_run"
 
 
-def _request_key(request: Mapping[str, Any]) -> Hashable:
-    return matching.request_key(
-        str(request.get("method", "")), str(request.get("uri", "")), body_bytes(request.get("body"))
-    )
+def _request_key(
+    request: Mapping[str, Any], *, ignore: Sequence[str] = (), blank: Collection[str] = ()
+) -> matching.RequestKey:
+    method, uri = str(request.get("method", "")), str(request.get("uri", ""))
+    return matching.request_key(method, uri, body_bytes(request.get("body")), ignore, blank)
 
 
 def _per_test_keys(metadata: Mapping[str, Any]) -> list[str]:
@@ -313,26 +323,24 @@ def interaction(
     raw["body"] = _stored(raw["body"])
     body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
-    answer = {name: value for name, value in response.items() if name not in (LATENCY, SEAM)}
+    answer = {name: value for name, value in response.items() if name != LATENCY}
     stored = steady.kept({"request": raw, "response": {**answer, "body": shown}})
     if latency_s is not None:
         stored[LATENCY] = round(latency_s, 3)
     if seam is not None:
-        stored[SEAM] = seam
+        stored[matching.SEAM_FIELD] = seam
     return stored
 
 
 # The interaction field that holds how long the exchange took when it was recorded (seconds).
 LATENCY = "latency_s"
-# The interaction field that holds the key of the model seam's call that made it.
-SEAM = matching.SEAM_FIELD
 
 
 def seam(interaction: Mapping[str, Any]) -> str | None:
     """The seam call's key a stored interaction keeps (``matching.seam_key``), or None
     (the application's own request, a cassette recorded before keys were kept, or a value
     that is no key: such an interaction is replayed by its HTTP match only)."""
-    value = interaction.get(SEAM)
+    value = interaction.get(matching.SEAM_FIELD)
     return value if isinstance(value, str) and value else None
 
 
@@ -371,8 +379,78 @@ def body_bytes(body: str | Mapping[str, Any] | None) -> bytes | None:
     return str(body.get("string") or "").encode("utf-8")
 
 
+# Stored match keys. Loading a cassette indexes every interaction by its match key
+# (``matching.request_key``: the canonical body, written out with its keys sorted), which
+# costs more than parsing the file. So ``merge_and_write`` writes each interaction with the
+# digest of its key (``match_key``), the settings the keys were computed with
+# (``match_keys``: the body fields and the query values they leave out) and, as the file's
+# last field, the checksum of every byte before it. A stored key is used only while the
+# checksum holds (the file is byte for byte what ``merge_and_write`` wrote, with keys it
+# computed from these very requests) and the settings are the cassette's: a request edited
+# by hand breaks the checksum, and the file's keys are computed again, once, as for a file
+# written before keys were stored. No edited request can be found by a stale key. (Nor is
+# the shape of a file whose checksum holds checked again: ``read``.)
+MATCH_KEY = "match_key"
+MATCH_KEYS = "match_keys"
+CHECKSUM = "checksum"
+
+
+def stored_keys(
+    data: Mapping[str, Any], ignore: Sequence[str], blank: Collection[str]
+) -> list[str] | None:
+    """The stored match keys of the interactions of ``data`` (as ``read`` returns it), one
+    per interaction; None when they must be computed (a file written before keys were
+    stored, edited since it was written, or keyed with other settings)."""
+    if data.get(MATCH_KEYS) != _settings(ignore, blank):
+        return None  # read() keeps the settings only while the checksum holds
+    keys = [interaction.get(MATCH_KEY) for interaction in data.get("interactions") or ()]
+    return keys if all(isinstance(key, str) for key in keys) else None
+
+
+def _keyed(
+    interaction: Mapping[str, Any], key: Callable[[Mapping[str, Any]], matching.RequestKey]
+) -> dict[str, Any]:
+    """``interaction`` with the digest of its match key, always its last field (replaced,
+    when it had one: a file re-recorded writes the same bytes whatever order it was in)."""
+    fields = {name: value for name, value in interaction.items() if name != MATCH_KEY}
+    return {**fields, MATCH_KEY: matching.digest(key(interaction["request"]))}
+
+
+def _settings(ignore: Sequence[str], blank: Collection[str]) -> dict[str, list[str]]:
+    """The ``match_keys`` field: what the stored match keys leave out."""
+    return {"ignore": list(ignore), "blank": sorted(blank)}
+
+
+def _seal(checksum: str) -> str:
+    """How a file ``merge_and_write`` wrote ends: its checksum is the last field."""
+    return f'  "{CHECKSUM}": "{checksum}"\n}}\n'
+
+
+def _sealed(text: str) -> str:
+    """``text``, a cassette whose last field is an empty checksum, with its checksum: the
+    SHA-256 of its bytes before the checksum's line."""
+    head = text.removesuffix(_seal(""))
+    return head + _seal(hashlib.sha256(head.encode("utf-8")).hexdigest())
+
+
+def _seal_holds(raw: bytes, data: Any) -> bool:
+    """Whether the file's bytes ``raw`` (parsed: ``data``) end with the checksum of the bytes
+    before it: the file is as ``merge_and_write`` wrote it."""
+    checksum = data.get(CHECKSUM) if isinstance(data, dict) else None
+    if not (isinstance(checksum, str) and checksum.isascii() and len(checksum) == 64):
+        return False
+    tail = _seal(checksum).encode("ascii")
+    head = memoryview(raw)[: len(raw) - len(tail)]  # no copy of a file of megabytes
+    return raw.endswith(tail) and hashlib.sha256(head).hexdigest() == checksum
+
+
 def read(path: Path) -> dict[str, Any]:
     """Parse a cassette file (JSON first, fast; YAML for hand-edited files) and check its shape.
+
+    A file whose checksum holds is as ``merge_and_write`` wrote it, from data this function
+    or ``interaction`` made: its shape is not checked again (the checksum tells an edited or
+    damaged file, not a forged one). Any other file is checked, and its stored match keys
+    are not offered (``stored_keys``).
 
     Returns:
         The file's data, its shape checked; an empty dict when the file is blank.
@@ -381,8 +459,11 @@ def read(path: Path) -> dict[str, Any]:
         CassetteError: the file is not UTF-8, does not parse, or is not shaped like a
             cassette; the message names the part that is wrong. The file is left as it is.
     """
+    raw = path.read_bytes()
+    if b"\r" in raw:  # written on Windows, or checked out so by git (a one-byte search: fast)
+        raw = raw.replace(b"\r\n", b"\n")  # JSON and YAML read either; the checksum is of \n
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise _damaged(path, f"it is not UTF-8 text ({error})") from None
     if not text.strip():
@@ -393,10 +474,14 @@ def read(path: Path) -> dict[str, Any]:
         data = _yaml_or_fail(path, text, error)
     except RecursionError:  # the parser's stack ran out: nested far deeper than MAX_DEPTH
         raise _damaged(path, f"its values nest deeper than {MAX_DEPTH} levels") from None
+    if _seal_holds(raw, data):
+        return dict(data)
     problem = _shape_problem(data)
     if problem is not None:
         raise _damaged(path, problem)
-    return dict(data)  # a mapping: _shape_problem checked it
+    unsealed = dict(data)  # a mapping: _shape_problem checked it
+    unsealed.pop(MATCH_KEYS, None)  # edited, or older: its stored keys are not to be trusted
+    return unsealed
 
 
 def read_recordings(path: Path) -> dict[str, Any]:
@@ -492,6 +577,8 @@ def _shape_problem(data: Any) -> str | None:
         or _plain(data.get("metadata"), "metadata")
         or _typed(data, "metadata", dict)
         or _typed(data, "interactions", list)
+        or _typed(data, CHECKSUM, str)
+        or _settings_problem(data.get(MATCH_KEYS))
     )
     if problem is not None:
         return problem
@@ -500,6 +587,21 @@ def _shape_problem(data: Any) -> str | None:
         problem = _interaction(item)
         if problem is not None:
             return f"interaction {number} of {len(interactions)}: {problem}"
+    return None
+
+
+def _settings_problem(settings: Any) -> str | None:
+    """The problem with the file's ``match_keys`` (``ignore`` and ``blank``: lists of text;
+    it is plain JSON: ``_free`` checked it)."""
+    if settings is None:
+        return None
+    expected = f"{MATCH_KEYS} must be a mapping with 'ignore' and 'blank', lists of text"
+    if not isinstance(settings, dict):
+        return f"{expected}, got {_kind(settings)}"
+    for name in ("ignore", "blank"):
+        values = settings.get(name)
+        if not (isinstance(values, list) and all(isinstance(value, str) for value in values)):
+            return f"{expected}; {MATCH_KEYS}.{name} is {_kind(values)}"
     return None
 
 
@@ -587,6 +689,7 @@ def _interaction(item: Any) -> str | None:
         or _required(item, "response", dict, "")
         or _request(item["request"])
         or _response(item["response"])
+        or _typed(item, MATCH_KEY, str)  # free-form otherwise, as latency_s is
     )
 
 

@@ -210,6 +210,15 @@ def request_key(
     )
 
 
+def digest(key: RequestKey) -> str:
+    """A short text that stands for ``key`` (32 hex digits of its SHA-256).
+
+    What a cassette file stores as an interaction's ``match_key`` and what a cassette's index
+    is keyed by: a key holds the whole canonical body, a kilobyte or more.
+    """
+    return hashlib.sha256(json.dumps(key).encode("ascii")).hexdigest()[:32]
+
+
 def describe(key: RequestKey) -> str:
     """A few lines naming the request: endpoint, model, the last two messages (``role:
     text``), the same layout for each API the cassette reads (``wire.request_api``)."""

@@ -20,9 +20,9 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import vcr.filters
 from vcr.cassette import Cassette
@@ -103,22 +103,79 @@ class Persister:
     """Loads cassettes for ``HarnessCassette`` (saving goes through ``save_recordings``)."""
 
     @staticmethod
-    def load(path: Path) -> tuple[list[Any], list[dict[str, Any]], dict[str, Any]]:
+    def load(path: Path) -> dict[str, Any]:
+        """The file's data (``files.read``); its interactions become vcrpy's as they are read
+        (``Interactions``)."""
         if not path.is_file():
             raise CassetteNotFoundError()
         # Raises CassetteError, naming the part, unless well-formed and holding recordings.
-        data = files.read_recordings(path)
-        interactions = data["interactions"]
-        requests = [_request(interaction["request"]) for interaction in interactions]
-        responses = [
-            {
-                **_response(interaction["response"]),
-                files.LATENCY: files.latency(interaction),
-                files.SEAM: files.seam(interaction),
-            }
-            for interaction in interactions
-        ]
-        return requests, responses, dict(data.get("metadata") or {})
+        return files.read_recordings(path)
+
+
+class _Stored:
+    """An interaction as the file holds it, not yet made into vcrpy's."""
+
+    __slots__ = ("interaction",)
+
+    def __init__(self, interaction: Mapping[str, Any]) -> None:
+        self.interaction = interaction
+
+
+class Interactions(MutableSequence[tuple[Any, Any]]):
+    """A cassette's ``data``: vcrpy's list of (Request, response) pairs, where the pair of an
+    interaction of the file is made the first time it is read.
+
+    Making a vcrpy Request and response of each of 1,000 interactions took longer than
+    parsing the file, and a test plays a few of them. A pair is made once, under a lock
+    (threads of the code under test may read the same one): every later read gets the same
+    objects, which the check of a replayed body tells apart by identity (``_check_body``).
+
+    Args:
+        make: makes the pair of an interaction of the file.
+        stored: the file's interactions.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[Mapping[str, Any]], tuple[Any, Any]],
+        stored: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        self._make = make
+        self._items: list[tuple[Any, Any] | _Stored] = [_Stored(i) for i in stored]
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Any, Any]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[Any, Any] | list[tuple[Any, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._items)))]
+        with self._lock:
+            item = self._items[index]
+            if isinstance(item, _Stored):
+                item = self._items[index] = self._make(item.interaction)
+            return item
+
+    @overload
+    def __setitem__(self, index: int, value: tuple[Any, Any]) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[tuple[Any, Any]]) -> None: ...
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._items[index] = list(value) if isinstance(index, slice) else value
+
+    @overload
+    def __delitem__(self, index: int) -> None: ...
+    @overload
+    def __delitem__(self, index: slice) -> None: ...
+    def __delitem__(self, index: int | slice) -> None:
+        del self._items[index]
+
+    def insert(self, index: int, value: tuple[Any, Any]) -> None:
+        self._items.insert(index, value)
 
     @staticmethod
     def save_cassette(path: Any, cassette_dict: Any, serializer: Any) -> None:
@@ -179,7 +236,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         # no redaction on the way (the recording's values are REDACTED, the request's real).
         self._ignore = (*ignore, *redaction.body_fields)
         self._blank = redaction.query_params
-        self._index: dict[matching.RequestKey, list[int]] = {}
+        # By the digest of the match key (``matching.digest``): a file stores it so.
+        self._index: dict[str, list[int]] = {}
         self._seams: dict[str, list[int]] = {}  # the seam calls' keys (matching.seam_key)
         self._hint = rerecord_hint
         self._watcher = watcher
@@ -200,6 +258,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
                 _decoded(response), redaction
             ),
         )
+        self.data = Interactions(self._pair)
 
     def key(self, request: Any) -> matching.RequestKey:
         """The request's match key, redacted or not: the redacted fields are not in it."""
@@ -211,6 +270,14 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         body = files.body_bytes(request.get("body"))
         method, uri = str(request.get("method", "")), str(request.get("uri", ""))
         return _request_key(method, uri, body, self._ignore, self._blank)
+
+    def _pair(self, stored: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """An interaction of the file as vcrpy replays it, its request and response filtered
+        as when they were recorded (the filters are idempotent; the response's never drops
+        one, as vcrpy's may)."""
+        response = {**_response(stored["response"]), files.LATENCY: files.latency(stored)}
+        request = self._before_record_request(_request(stored["request"]))
+        return request, self._before_record_response(response)
 
     def append(self, request: Any, response: Any) -> None:
         started = self._sent.pop(id(request), None)
@@ -261,18 +328,14 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sound.add(id(response))
 
     def _remember(self, index: int) -> None:
-        self._index.setdefault(self.key(self.data[index][0]), []).append(index)
-        seam = self.data[index][1].get(files.SEAM)
-        if seam is not None:
-            self._seams.setdefault(seam, []).append(index)
+        self._index.setdefault(matching.digest(self.key(self.data[index][0])), []).append(index)
 
     def unplayed(self, seam: str) -> int | None:
         """The first interaction not played yet that answers the seam call keyed ``seam``
-        (``matching.seam_key``), by its index; None when none is left (or its host is one
-        whose traffic passes through)."""
+        (``matching.seam_key``), by its index; None when none is left."""
         for index in self._seams.get(seam, ()):
             if self.play_counts[index] == 0:
-                return None if self._passes(self.data[index][0].uri) else index
+                return index
         return None
 
     def play(self, index: int) -> None:
@@ -284,7 +347,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if self._passes(request.uri):
             return  # an ignored host: never replayed
-        for index in self._index.get(self.key(request), ()):
+        for index in self._index.get(matching.digest(self.key(request)), ()):
             yield index, self.data[index][1]
 
     def can_play_response_for(self, request: Any) -> bool:
@@ -312,9 +375,10 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             f"no recording in {self._path} matches this request:",
             _indent(matching.describe(key)),
         ]
-        recorded = [self.key(stored) for stored, _ in self.data]
-        if key in self._index:
-            count = len(self._index[key])
+        # A request of a host ignored since it was recorded is filtered out (None).
+        recorded = [self.key(stored) for stored, _ in self.data if stored is not None]
+        if matching.digest(key) in self._index:
+            count = len(self._index[matching.digest(key)])
             lines.append(f"it was recorded {count} time(s) and every recording is already used.")
         elif not recorded:
             lines.append("the cassette has no recordings (the file is missing or empty).")
@@ -329,19 +393,39 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self.record_mode == RecordMode.ALL:
             return  # re-recording from scratch: the old file is neither needed nor trusted
         try:
-            requests, responses, metadata = Persister.load(self.file)
+            data = Persister.load(self.file)
         except CassetteNotFoundError:
             return
-        for request, response in zip(requests, responses, strict=True):
-            # The filters also run on load: they are idempotent.
-            kept = self._before_record_response(response)
-            if kept is not None:
-                self.data.append((self._before_record_request(request), kept))
-                self._remember(len(self.data) - 1)
-        self._old_interactions = list(self.data)
+        stored = data["interactions"]
+        # The keys the file stores, trusted only while its checksum holds and its settings
+        # are the test's; else (a file written before keys were stored, edited since, or
+        # keyed with other settings) computed once, from its requests.
+        trusted = files.stored_keys(data, self._ignore, self._blank)
+        keys = trusted or [
+            matching.digest(self.stored_key(interaction["request"])) for interaction in stored
+        ]
+        self.data = Interactions(self._pair, stored)  # each pair made when first read
+        for index, key in enumerate(keys):
+            self._index.setdefault(key, []).append(index)
+        if trusted is not None:
+            self._index_seams(stored)
+        # vcrpy's _old_interactions is read only by its own saving, which save_recordings does.
         self._loaded_count = len(self.data)
-        self._metadata = metadata
+        self._metadata = dict(data.get("metadata") or {})
         self.rewound = True
+
+    def _index_seams(self, stored: Sequence[Mapping[str, Any]]) -> None:
+        """Index the seam calls' keys (``matching.seam_key``) the file's interactions keep.
+
+        Only a file whose stored keys are trusted (``files.stored_keys``) is indexed so: a
+        seam key cannot be computed again from the request, so in a file edited by hand its
+        seam calls are answered by their HTTP match until it is recorded again. A host whose
+        traffic passes through is never replayed, by either path.
+        """
+        for index, interaction in enumerate(stored):
+            seam = files.seam(interaction)
+            if seam is not None and not self._passes(interaction["request"]["uri"]):
+                self._seams.setdefault(seam, []).append(index)
 
     def _save(self, force: bool = False) -> None:
         """Saving is explicit (``save_recordings``), once the test's outcome is known."""
@@ -554,5 +638,6 @@ def save_recordings(
         run_id=run_id,
         secrets=secrets,
         metadata=metadata,
-        key=cassette.stored_key,
+        ignore=cassette._ignore,
+        blank=cassette._blank,
     )

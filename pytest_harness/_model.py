@@ -14,12 +14,10 @@ runs the ``ResponseValidator`` itself only when no hook saw the reply (no casset
 wire format the traffic check does not read).
 
 In replay, a call the test's cassette recorded is answered from it by the key of what the
-seam was asked (``_replayed``), without litellm building a request or reading a reply, when
-the recorded reply is one litellm would read as it is (an OpenAI chat completion, plain or
-streamed, from an OpenAI-compatible model: ``_read_replayed``). The response is read by the
-same functions, priced as litellm prices it, its stream's deltas passed to ``on_token``, and
-checked as any other; every other call (another provider's format, an error, a miss) is
-sent through litellm and the cassette's HTTP match, as recorded.
+seam was asked, without litellm building a request or reading a reply, when the recorded
+reply is one litellm would read as it is (``_seam_replay``); the response is then checked as
+any other. Every other call (another provider's format, an error, a miss) is sent through
+litellm and the cassette's HTTP match, as recorded.
 
 litellm sits behind the seam, here: the only module of the package that imports it (about
 1.5 s and 165 MB), on the first call and never before (``lib``). ``completion`` /
@@ -30,23 +28,20 @@ a ``ModelResponse``: text, reasoning, tool calls, usage and cost.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from pytest_harness import _env, _quiet_imports
 from pytest_harness import _scope as scope
 from pytest_harness._response import (
     Messages,
     ModelResponse,
-    Pricing,
     ResponseValidator,
     TokenCallback,
     Usage,
@@ -54,10 +49,7 @@ from pytest_harness._response import (
     read_stream,
 )
 from pytest_harness._scope import NOTE_PREFIX
-
-if TYPE_CHECKING:
-    from pytest_harness._cassettes.wire import Recognised
-
+from pytest_harness._seam_replay import replayed
 from pytest_harness.errors import (
     DegenerateResponse,
     HarnessWarning,
@@ -204,7 +196,7 @@ def send(
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
     with _clearer_errors(call):
-        response = _replayed(call, on_token, on_reasoning) or completion(
+        response = replayed(call, on_token, on_reasoning) or completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -222,7 +214,7 @@ async def asend(
 ) -> ModelResponse:
     """Async twin of ``send``."""
     with _clearer_errors(call):
-        response = _replayed(call, on_token, on_reasoning) or await acompletion(
+        response = replayed(call, on_token, on_reasoning) or await acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -275,131 +267,6 @@ def problem(
 def defect(response: ModelResponse) -> str | None:
     """What is wrong with a response whatever the policy (a validator reason), or None."""
     return _VALIDATOR.problem(response)
-
-
-@dataclass(frozen=True, slots=True)
-class _Replay:
-    """A recorded reply read by the seam itself: the response, and a stream's deltas (text,
-    reasoning) in order."""
-
-    response: ModelResponse
-    deltas: tuple[tuple[str, str], ...] = ()
-
-
-def _replayed(
-    call: Request, on_token: TokenCallback | None, on_reasoning: TokenCallback | None
-) -> ModelResponse | None:
-    """The call answered from its cassette by what it asks (a call hook's ``replay``), its
-    stream's deltas passed on as litellm passes them; None: the call is to be sent."""
-    started = time.perf_counter()
-    read = functools.partial(_read_replayed, call, started)
-    found: _Replay | None = None
-    for hook in call.hooks:
-        replay = getattr(hook, "replay", None)  # optional: a hook without it never answers
-        found = replay(call.kwargs, read) if replay is not None else None
-        if found is not None:
-            break
-    if found is None:
-        return None
-    for text, thought in found.deltas:
-        if text and on_token is not None:
-            on_token(text)
-        if thought and on_reasoning is not None:
-            on_reasoning(thought)
-    return replace(found.response, latency_s=time.perf_counter() - started)
-
-
-# What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish
-# reasons (it maps others), these message fields (a provider's own ``reasoning`` it may map),
-# a content that opens with no think block (it moves one into ``reasoning_content``).
-_AS_SENT_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter"})
-_AS_SENT_FIELDS = frozenset(
-    {"role", "content", "tool_calls", "refusal", "reasoning_content", "annotations"}
-)
-_THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
-
-
-def _read_replayed(call: Request, started: float, found: Recognised, text: str) -> _Replay | None:
-    """A recorded reply as the seam reads it through litellm, read without litellm; None
-    when litellm might read it otherwise (then it is sent, and litellm reads it)."""
-    if found.api != "openai.chat" or not _openai_model(call.kwargs):
-        return None
-    from pytest_harness._cassettes.wire import json_events, loads
-
-    if not found.streamed:
-        data = loads(text)
-        if not _as_sent(data.get("choices"), "message", data.get("usage")):
-            return None
-        return _Replay(
-            read_completion(data, model=call.model, cost=_priced(call, found), started=started)
-        )
-    chunks = [data for _, data in json_events(text)]
-    usage = next((c["usage"] for c in chunks if c.get("usage")), None)
-    choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
-    if not _as_sent(choices, "delta", usage):
-        return None
-    finish = next(
-        (c.get("finish_reason") for c in reversed(choices) if c.get("finish_reason")), None
-    )
-    response = read_stream(
-        chunks, finish_reason=finish, model=call.model, cost=_priced(call, found), started=started
-    )
-    deltas = tuple(
-        (str(c["delta"].get("content") or ""), str(c["delta"].get("reasoning_content") or ""))
-        for chunk in chunks
-        for c in (chunk.get("choices") or [])[:1]
-        if isinstance(c.get("delta"), Mapping)
-    )
-    return _Replay(response, deltas)
-
-
-def _as_sent(choices: Any, part: str, usage: Any) -> bool:
-    """Whether litellm passes these choices on as they are: known fields, a finish reason
-    it keeps, no think block, and the usage counted (litellm counts a missing one itself)."""
-    if not isinstance(choices, list) or not choices or not isinstance(usage, Mapping):
-        return False
-    finished = False
-    for choice in choices:
-        message = choice.get(part) if isinstance(choice, Mapping) else None
-        if not isinstance(message, Mapping) or not _AS_SENT_FIELDS.issuperset(message):
-            return False
-        if isinstance(message.get("content"), str) and _THINK.match(message["content"]):
-            return False
-        reason = choice.get("finish_reason")
-        if reason is not None and reason not in _AS_SENT_FINISH:
-            return False
-        finished = finished or reason is not None
-    return finished
-
-
-@functools.lru_cache(maxsize=256)
-def _openai_provider(model: str) -> bool:
-    """Whether litellm sends ``model`` (without a provider prefix) to OpenAI."""
-    try:
-        return bool(lib().get_llm_provider(model)[1] == "openai")
-    except Exception:  # litellm raises for model names it cannot place
-        return False
-
-
-def _openai_model(kwargs: Mapping[str, Any]) -> bool:
-    """Whether litellm reads this call's reply as OpenAI's (``openai/`` models, OpenAI's own
-    names): other providers' replies, even in OpenAI's format, it may rewrite."""
-    model, provider = str(kwargs.get("model") or ""), kwargs.get("custom_llm_provider")
-    if provider not in (None, "openai"):
-        return False
-    prefix, slash, _ = model.partition("/")
-    return prefix == "openai" if slash else _openai_provider(model)
-
-
-def _priced(call: Request, found: Recognised) -> Pricing:
-    """The cost litellm gives a reply: the price of the model the reply names, when priced,
-    else of the model asked for."""
-
-    def cost(usage: Usage) -> float | None:
-        said = price(found.model, usage) if found.model else None
-        return said if said is not None else price(call.model, usage)
-
-    return cost
 
 
 def _received(call: Request, response: ModelResponse) -> ModelResponse:

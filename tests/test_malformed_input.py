@@ -1224,6 +1224,51 @@ def test_any_body_is_stored_so_that_it_gives_back_the_same_bytes(
         assert files.body_bytes(stored) == body.encode()
 
 
+def stream_text(chunks: list[Any], named: bool) -> str:
+    head = "event: chunk\n" if named else ""
+    return "".join(f"{head}data: {dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+
+
+@settings(derandomize=True, max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(
+    reply=st.one_of(
+        mutations(COMPLETION).map(dumps),
+        json_like.map(dumps),
+        st.builds(
+            stream_text, st.lists(mutations(CHUNKS[1]) | st.sampled_from(CHUNKS)), st.booleans()
+        ),
+        st.text(max_size=20),
+    ),
+    request=st.sampled_from([REQUEST_BODY, {"messages": []}, "not json", None]),
+    status=st.sampled_from([200, 200, 200, 201, 404, None, "200"]),
+    streamed=st.booleans(),
+)
+def test_a_stored_reply_is_recognised_as_its_text_is(
+    reply: str, request: Any, status: Any, streamed: bool
+) -> None:
+    """The seam's replay reads a reply from the file's stored form (``files.recognised``):
+    it finds what ``recognise`` finds in the bytes that form writes back, for any body."""
+    sent = (
+        None
+        if request is None
+        else bodies.stored(request if isinstance(request, str) else json.dumps(request))
+    )
+    headers = {"Content-Type": ["text/event-stream" if streamed else "application/json"]}
+    stored = bodies.stored(reply)
+    interaction = {
+        "request": {"method": "POST", "uri": CHAT_URL, "body": sent, "headers": {}},
+        "response": {
+            "status": {"code": status, "message": "OK"},
+            "headers": headers,
+            "body": stored if isinstance(stored, dict) else {"string": stored},
+        },
+    }
+    asked = files.body_bytes(sent)
+    assert files.recognised(interaction) == recognise(
+        CHAT_URL, asked, status, headers, reply.encode()
+    )
+
+
 def test_a_json_body_and_an_event_stream_are_stored_as_their_values() -> None:
     reply = json.dumps({"id": "x", "choices": [{"message": {"content": "Paris"}}]}, indent=2)
     assert bodies.stored(reply + "\n") == {

@@ -62,6 +62,26 @@ def text(body: Mapping[str, Any]) -> str:
     return _events_text(body.get("events"), options)
 
 
+def json_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The events of a stored event list whose data is JSON, as (name, data): what
+    ``wire.json_events`` reads from its text (``text``), without writing it out. A name is
+    ``""`` when none was given; an event whose text is not JSON (``[DONE]``) is left out."""
+    found: list[tuple[str, Any]] = []
+    for event in body.get("events") or ():
+        if not isinstance(event, Mapping):
+            continue
+        name = event.get("event")
+        name = name if isinstance(name, str) else ""
+        if "data" in event:
+            found.append((name, event["data"]))
+            continue
+        try:
+            found.append((name, json.loads(str(event.get("text")))))
+        except (ValueError, RecursionError):
+            continue
+    return found
+
+
 def problem(body: Mapping[str, Any]) -> str | None:
     """What makes a stored JSON value or event list unreadable, or None."""
     try:

@@ -13,9 +13,10 @@ under that number, and tells the seam in ``judged``: one check for all of a test
 
 A seam call also gets a key of what it asks (``matching.seam_key``), saved beside the
 interaction it recorded. In replay, ``replay`` answers a seam call by that key straight
-from the cassette, when the seam can read the recorded reply itself (``readable``): the
-interaction is played (counted, its body checked, its traffic checked) as the HTTP path
-would play it, and litellm builds no request. Any other call takes the HTTP path.
+from the cassette file's interaction, when the seam can read the recorded reply itself
+(``_seam_replay``): the interaction is counted as played and its reply shown to the traffic
+check, as the HTTP path would, and neither litellm nor vcrpy builds a request. Any other
+call takes the HTTP path.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class Seen:
         uri: the request's URL.
         replayed: played from the cassette (else recorded now).
         seam: a call of the model seam's (else the application's own).
-        request: the request's body as sent (redacted when it was recorded), or None.
+        request: the request's body as sent (redacted when it was recorded), or None (a
+            seam call answered by its key: the traffic check reads only its reply).
         latency_s: the exchange's latency: as recorded when replayed, as measured when
             recorded now; None when unknown (a cassette recorded before latencies were kept).
         method: the request's HTTP method (``GET`` for a polled background response).
@@ -225,31 +227,32 @@ class CassetteSlot:
         """What the traffic check found in the reply to this call (None: it saw none)."""
         return self._judged.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
 
-    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Recognised, str], Any]) -> Any:
+    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Recognised], Any]) -> Any:
         """The recorded reply to this seam call, found by its key and read by ``read`` (the
         seam's reader: its result, or None when it cannot read that reply itself); None, and
         nothing played, when there is none: the call takes the HTTP path.
 
-        The interaction is played as the HTTP path plays it: counted as played, its body
-        checked (``CassetteError`` when damaged), its reply shown to the traffic check.
+        The interaction is played as the HTTP path plays it: counted as played, its reply
+        shown to the traffic check (``Seen.request`` is None: a seam call's request is not
+        read there, and the file's is not written out for it).
         """
         key, cassette = kwargs.get(_ASKED), self._cassette
         if self.mode != "none" or cassette is None or not isinstance(key, str):
             return None
-        from pytest_harness._cassettes.wire import decode, recognise
-
         index = cassette.unplayed(key)
         if index is None:
             return None
-        request, response = cassette.data[index]
-        status = (response.get("status") or {}).get("code") or 0
-        body = (response.get("body") or {}).get("string")
-        found = recognise(request.uri, request.body, int(status), response["headers"], body)
-        answer = None if found is None else read(found, decode(body) or "")
+        from pytest_harness._cassettes import files
+
+        stored = cassette.stored(index)
+        found = files.recognised(stored)
+        answer = None if found is None else read(found)
         if found is None or answer is None:
             return None
         cassette.play(index)
-        self._seen(request, response, found, replayed=True, call=kwargs.get(_CALL))
+        uri, method = str(stored["request"]["uri"]), str(stored["request"]["method"]).upper()
+        seen = Seen(found, uri, True, seam=True, latency_s=files.latency(stored), method=method)
+        self._show(seen, call=kwargs.get(_CALL))
         return answer
 
     def translate(self, error: BaseException) -> BaseException | None:
@@ -350,8 +353,6 @@ class CassetteSlot:
         call: Any,
     ) -> None:
         """Show a model response to the traffic check; keep what it found for seam ``call``."""
-        if self.on_response is None:
-            return
         body = request.body if isinstance(request.body, bytes) else None
         latency = response.get("latency_s")  # files.LATENCY: as recorded, or measured now
         seen = Seen(
@@ -363,6 +364,11 @@ class CassetteSlot:
             latency_s=latency,
             method=str(request.method).upper(),
         )
+        self._show(seen, call)
+
+    def _show(self, seen: Seen, call: Any) -> None:
+        if self.on_response is None:
+            return
         problem = self.on_response(seen)
         if call is not None:  # a retried call: its last reply
             self._judged[call] = scope.Judged(problem, latency_s=seen.latency_s)

@@ -52,6 +52,8 @@ class Recognised:
         model: named by the response body, else the request body, else (Gemini) the URL; or "".
         response: the reply, with that model (``cost`` None, ``latency_s`` 0).
         streamed: whether it came as a stream (SSE, or Gemini's JSON array).
+        payload: the body as read: its JSON value, or a stream's events' JSON data in
+            order (for the seam's replay, which reads it again as litellm would).
     """
 
     api: str
@@ -59,6 +61,7 @@ class Recognised:
     model: str
     response: ModelResponse
     streamed: bool
+    payload: Any = None
 
 
 def recognise(
@@ -77,14 +80,39 @@ def recognise(
     if not isinstance(status, int) or not 200 <= status < 300 or text is None:
         return None
     if is_event_stream(headers, text):
-        found, streamed = _from_events(json_events(text)), True
+        return recognise_parsed(uri, request_body, status, headers, events=json_events(text))
+    return recognise_parsed(uri, request_body, status, headers, value=loads(text))
+
+
+def recognise_parsed(
+    uri: str,
+    request_body: bytes | str | Mapping[str, Any] | None,
+    status: int,
+    headers: Mapping[str, Any],
+    *,
+    value: Any = None,
+    events: Sequence[tuple[str, Any]] | None = None,
+) -> Recognised | None:
+    """``recognise`` of a body already parsed: its JSON ``value``, or its ``events`` (name,
+    JSON data) when it is a server-sent event stream; never raises.
+
+    A cassette keeps JSON bodies parsed (``bodies``): its reader need not write them out to
+    parse them again. The request body may be given parsed too.
+    """
+    if not isinstance(status, int) or not 200 <= status < 300:
+        return None
+    if events is not None:
+        data: Any = [data for _, data in events]
+        found, streamed = _from_events(list(events)), True
+    elif is_event_stream(headers, ""):  # a JSON value served as a stream: no events in it
+        return None
     else:
-        data = loads(text)
-        found, streamed = _from_json(data), isinstance(data, list)
+        data = value
+        found, streamed = _from_json(value), isinstance(value, list)
     if found is None:
         return None
     api, response, model = found
-    model = model or as_str(as_dict(loads(decode(request_body))).get("model"))
+    model = model or as_str(_as_request(request_body).get("model"))
     model = model or (gemini_model(uri) if api == "gemini.generate" else "")
     response = replace(
         response,
@@ -94,7 +122,11 @@ def recognise(
         model=model,
         latency_s=0.0,
     )
-    return Recognised(api, api.partition(".")[0], model, response, streamed)
+    return Recognised(api, api.partition(".")[0], model, response, streamed, data)
+
+
+def _as_request(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(body) if isinstance(body, Mapping) else as_dict(loads(decode(body)))
 
 
 def _from_json(data: Any) -> Found | None:

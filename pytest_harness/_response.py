@@ -130,7 +130,7 @@ Pricing: TypeAlias = Callable[["Usage"], "float | None"]
 
 
 def read_completion(
-    data: Mapping[str, Any], *, model: str, cost: Pricing, started: float
+    data: Mapping[str, Any], *, model: str, cost: Pricing, started: float, checked: bool = False
 ) -> ModelResponse:
     """The response in a chat completion (its first choice).
 
@@ -139,11 +139,13 @@ def read_completion(
         model: the model asked for.
         cost: the USD cost of the usage, or None when unknown.
         started: ``time.perf_counter()`` when the call started.
+        checked: ``data`` was read before (``completion_problem`` found nothing): its shape
+            is not checked again.
 
     Raises:
         ProviderResponseError: the completion has no choice, or a field of the wrong type.
     """
-    problem = completion_problem(data)
+    problem = None if checked else completion_problem(data)
     if problem is not None:
         raise _unreadable(model, "a chat completion", problem)
     choice = data["choices"][0]
@@ -172,13 +174,17 @@ def read_stream(
     model: str,
     cost: Pricing,
     started: float,
+    checked: bool = False,
 ) -> ModelResponse:
     """The response a stream's chunks add up to; without a finish reason it was interrupted.
+
+    ``checked``: the chunks were read before (``chunk_problem`` found nothing in any): their
+    shape is not checked again.
 
     Raises:
         ProviderResponseError: a chunk has a field of the wrong type.
     """
-    for number, chunk in enumerate(chunks, 1):
+    for number, chunk in enumerate(() if checked else chunks, 1):
         problem = chunk_problem(chunk)
         if problem is not None:
             raise _unreadable(model, "a stream", f"chunk {number} of {len(chunks)}: {problem}")

@@ -95,8 +95,9 @@ def read(call: Request, started: float, found: Recognised) -> Replay | None:
         data = found.payload
         if not _as_sent(data.get("choices"), "message", data.get("usage")):
             return None
+        cost = _priced(call, found)
         return Replay(
-            read_completion(data, model=call.model, cost=_priced(call, found), started=started)
+            read_completion(data, model=call.model, cost=cost, started=started, checked=True)
         )
     chunks = found.payload
     usage = next((c["usage"] for c in chunks if c.get("usage")), None)
@@ -107,7 +108,12 @@ def read(call: Request, started: float, found: Recognised) -> Replay | None:
         (c.get("finish_reason") for c in reversed(choices) if c.get("finish_reason")), None
     )
     response = read_stream(
-        chunks, finish_reason=finish, model=call.model, cost=_priced(call, found), started=started
+        chunks,
+        finish_reason=finish,
+        model=call.model,
+        cost=_priced(call, found),
+        started=started,
+        checked=True,  # recognised: every chunk is readable
     )
     deltas = tuple(
         (str(c["delta"].get("content") or ""), str(c["delta"].get("reasoning_content") or ""))

@@ -53,7 +53,9 @@ class Recognised:
         response: the reply, with that model (``cost`` None, ``latency_s`` 0).
         streamed: whether it came as a stream (SSE, or Gemini's JSON array).
         payload: the body as read: its JSON value, or a stream's events' JSON data in
-            order (for the seam's replay, which reads it again as litellm would).
+            order (for the seam's replay, which reads it again as litellm would). An
+            ``openai.chat`` payload is readable: ``completion_problem`` (``chunk_problem``
+            for each chunk) found nothing in it.
     """
 
     api: str
@@ -166,7 +168,7 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
 def _chat(data: dict[str, Any]) -> Found | None:
     if completion_problem(data) is not None or not _as_sent(data["choices"]):
         return None
-    response = read_completion(data, model="", cost=lambda _: None, started=0.0)
+    response = read_completion(data, model="", cost=lambda _: None, started=0.0, checked=True)
     return "openai.chat", response, as_str(data.get("model"))
 
 
@@ -176,7 +178,9 @@ def _chat_stream(chunks: list[dict[str, Any]]) -> Found | None:
     finish = None
     for chunk in chunks:
         finish = (chunk.get("choices") or [{}])[0].get("finish_reason") or finish
-    response = read_stream(chunks, finish_reason=finish, model="", cost=lambda _: None, started=0)
+    response = read_stream(
+        chunks, finish_reason=finish, model="", cost=lambda _: None, started=0, checked=True
+    )
     model = next((m for c in reversed(chunks) if (m := as_str(c.get("model")))), "")
     return "openai.chat", response, model
 

@@ -186,6 +186,16 @@ class Interactions(MutableSequence[tuple[Any, Any]]):
 # can_play_response_for, play_response, and the miss check); the canonical JSON is the cost.
 _request_key = functools.lru_cache(maxsize=512)(matching.request_key)
 
+
+@functools.lru_cache(maxsize=512)
+def _request_digest(
+    method: str, uri: str, body: bytes | None, ignore: tuple[str, ...], blank: frozenset[str]
+) -> str:
+    """The digest of a request's match key, what the index is keyed by: a request is looked
+    up more than once (vcrpy asks whether it can play it, then plays it)."""
+    return matching.digest(_request_key(method, uri, body, ignore, blank))
+
+
 _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
 
 # watcher(request, response, replayed): an interaction the code under test received.
@@ -266,6 +276,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         body = _bytes(request).body
         return _request_key(request.method, request.uri, body, self._ignore, self._blank)
 
+    def digest(self, request: Any) -> str:
+        """The digest of the request's match key (``matching.digest``: the index's key)."""
+        body = _bytes(request).body
+        return _request_digest(request.method, request.uri, body, self._ignore, self._blank)
+
     def stored_key(self, request: Mapping[str, Any]) -> matching.RequestKey:
         """The match key of a request as a cassette file stores it (``files.interaction``)."""
         body = files.body_bytes(request.get("body"))
@@ -329,7 +344,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sound.add(id(response))
 
     def _remember(self, index: int) -> None:
-        self._index.setdefault(matching.digest(self.key(self.data[index][0])), []).append(index)
+        self._index.setdefault(self.digest(self.data[index][0]), []).append(index)
 
     def unplayed(self, seam: str) -> int | None:
         """The first interaction not played yet that answers the seam call keyed ``seam``
@@ -355,7 +370,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if self._passes(request.uri):
             return  # an ignored host: never replayed
-        for index in self._index.get(matching.digest(self.key(request)), ()):
+        for index in self._index.get(self.digest(request), ()):
             yield index, self.data[index][1]
 
     def can_play_response_for(self, request: Any) -> bool:

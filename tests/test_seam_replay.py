@@ -13,8 +13,12 @@ HTTP path either way.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import sys
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +229,40 @@ def test_the_same_question_asked_twice_replays_its_answers_in_recorded_order(
     slot.close(keep=False)
     assert said == ["first", "second"]
     assert spy.sent == 1  # only the third, which no key answered
+
+
+def test_threads_asking_the_same_question_each_get_their_own_recording(
+    tmp_path: Path, spy: Spy
+) -> None:
+    path = tmp_path / "c.yaml"
+    recorded = [f"answer {number}" for number in range(8)]
+    with LoopbackServer(handler=answers(*recorded)) as server:
+        slot = CassetteSlot(path=path, mode="all", nodeid="t", run_id="r")
+        with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
+            for _ in recorded:
+                complete("same", model="openai/m", **server.params)
+        slot.close(keep=True)
+        params = server.params
+    spy.sent = 0
+    slot = CassetteSlot(path=path, mode="none", nodeid="t", run_id="r")
+    together = threading.Barrier(len(recorded))
+
+    def ask() -> str | None:
+        together.wait()
+        return complete("same", model="openai/m", **params).content
+
+    active = scope.Scope(call_hooks=(slot,), degenerate="off", replay=True)
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns between any two steps of a replay
+    try:
+        with scope.activate(active), ThreadPoolExecutor(len(recorded)) as pool:
+            asked = [pool.submit(contextvars.copy_context().run, ask) for _ in recorded]
+            said = [future.result() for future in asked]
+    finally:
+        sys.setswitchinterval(switching)
+    slot.close(keep=False)
+    assert sorted(map(str, said)) == sorted(recorded)  # each recording played once
+    assert spy.sent == 0
 
 
 def test_a_question_not_recorded_misses_with_the_http_diff(tmp_path: Path) -> None:

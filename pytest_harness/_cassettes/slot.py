@@ -239,17 +239,18 @@ class CassetteSlot:
         key, cassette = kwargs.get(_ASKED), self._cassette
         if self.mode != "none" or cassette is None or not isinstance(key, str):
             return None
-        index = cassette.unplayed(key)
-        if index is None:
-            return None
         from pytest_harness._cassettes import files
 
-        stored = cassette.stored(index)
-        found = files.recognised(stored)
-        answer = None if found is None else read(found)
-        if found is None or answer is None:
-            return None
-        cassette.play(index)
+        with self._lock:  # threads asking the same question each get their own recording
+            index = cassette.unplayed(key)
+            if index is None:
+                return None
+            stored = cassette.stored(index)
+            found = files.recognised(stored)
+            answer = None if found is None else read(found)
+            if found is None or answer is None:
+                return None
+            cassette.play(index)
         uri, method = str(stored["request"]["uri"]), str(stored["request"]["method"]).upper()
         seen = Seen(found, uri, True, seam=True, latency_s=files.latency(stored), method=method)
         self._show(seen, call=kwargs.get(_CALL))

@@ -79,9 +79,13 @@ def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def schema_instructions(schema: Mapping[str, Any]) -> str:
     """What the system prompt says when the provider cannot enforce the schema itself."""
+    return _instructions(json.dumps(schema, sort_keys=True))
+
+
+def _instructions(schema_text: str) -> str:
     return (
         "Reply with one JSON object only, no prose and no code fences, matching this JSON "
-        f"schema:\n{json.dumps(schema, sort_keys=True)}"
+        f"schema:\n{schema_text}"
     )
 
 
@@ -177,27 +181,37 @@ class Output:
         declared: the declaration (a JSON-schema dict, a pydantic model class, or None).
         schema: its JSON schema (None: free text).
         name: the agent's name, for the provider's ``response_format``.
+        instructions: what the system prompt says when the provider cannot enforce the
+            schema itself (None: free text).
+        validator: the checked jsonschema validator of a dict schema (None otherwise).
     """
 
     declared: Any
     schema: dict[str, Any] | None
     name: str
+    instructions: str | None
+    validator: Any
 
     @classmethod
     def of(cls, declared: Any, name: str) -> Output:
-        """Read an agent's ``output`` declaration (``ConfigError`` when it is not one)."""
-        check_output(declared, name)
-        return cls(declared, json_schema(declared, name), name)
+        """Read an agent's ``output`` declaration (``ConfigError`` when it is not one).
+
+        A dict's JSON text is made once per read: it finds the schema's checked validator
+        (``check_schema`` checks each schema once) and is what the prompt shows.
+        """
+        if isinstance(declared, Mapping):
+            schema = dict(declared)
+            text = _key(schema, name)
+            validator = _checked(text, schema, name)
+            return cls(declared, schema, name, _instructions(text), validator)
+        generated = json_schema(declared, name)
+        shown = None if generated is None else schema_instructions(generated)
+        return cls(declared, generated, name, shown, None)
 
     @property
     def response_format(self) -> dict[str, Any] | None:
         """The OpenAI ``response_format`` asking the provider for the schema, if any."""
         return None if self.schema is None else response_format(self.schema, self.name)
-
-    @property
-    def instructions(self) -> str | None:
-        """What the system prompt says when the provider cannot enforce the schema itself."""
-        return None if self.schema is None else schema_instructions(self.schema)
 
     def read(self, text: str, raw: str | None = None) -> Any:
         """The processed reply: the visible text for free text, else the checked JSON.
@@ -223,7 +237,10 @@ class Output:
                 ) from None
             dumped: Any = model.model_dump(mode="json")
             return dumped
-        _check(value, check_schema(self.schema, self.name), raw)
+        validator = self.validator
+        if validator is None:  # a class with a schema that does not validate replies itself
+            validator = check_schema(self.schema, self.name)
+        _check(value, validator, raw)
         return value
 
 
@@ -286,7 +303,9 @@ _SCHEMA_MAPS = ("$defs", "definitions")  # name -> schema in every dialect provi
 # Where a keyword's value holds schemas: the value itself, its items, or its values.
 _ITSELF, _ITEMS, _VALUES = "itself", "items", "values"
 _REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, Any] = {}  # a schema's JSON text (_key) -> its checked validator
+# json.dumps(schema, sort_keys=True, default=str), without building an encoder per call
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
 def check_schema(schema: dict[str, Any], owner: str) -> Any:
@@ -298,11 +317,20 @@ def check_schema(schema: dict[str, Any], owner: str) -> Any:
     Raises:
         ConfigError: naming ``owner``, the keyword or value, its place and the fix.
     """
-    key = _key(schema, owner)
+    return _checked(_key(schema, owner), schema, owner)
+
+
+def _checked(key: str, schema: dict[str, Any], owner: str) -> Any:
+    """``check_schema`` of ``schema``, whose JSON text (``_key``) is ``key``.
+
+    The validator keeps a copy of the schema: it serves every schema with the same text, so
+    a later edit of the dict it was made from must not reach it.
+    """
     validator = _VALIDATORS.get(key)
     if validator is None:
         import jsonschema
 
+        schema = _own_copy(schema)
         dialect = _dialect(schema, owner)
         try:
             dialect.check_schema(schema)
@@ -316,9 +344,19 @@ def check_schema(schema: dict[str, Any], owner: str) -> Any:
     return validator
 
 
+def _own_copy(value: Any) -> Any:
+    """``value`` with each dict and list in it copied (a JSON-data deep copy)."""
+    if isinstance(value, Mapping):
+        return {key: _own_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_own_copy(item) for item in value]
+    return value
+
+
 def _key(schema: dict[str, Any], owner: str) -> str:
+    """The schema's JSON text: its validator's key, and the schema a prompt shows."""
     try:
-        return json.dumps(schema, sort_keys=True, default=str)
+        return _KEY_ENCODER.encode(schema)
     except (TypeError, ValueError, RecursionError) as error:
         raise ConfigError(
             f"agent {owner}: its output schema is not JSON data ({error}); write it with "

@@ -3,6 +3,8 @@ off at the token limit says so (over real HTTP, litellm to the loopback server).
 
 from __future__ import annotations
 
+import datetime
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from pytest_harness._agent import Agent
+from pytest_harness._response import ModelResponse
 from pytest_harness.errors import AllAgentsFailed, ConfigError, JudgeOutputError
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal._tribunal import Tribunal
@@ -320,6 +323,64 @@ def test_a_subclass_is_checked_for_its_own_output() -> None:
     assert type("Child", (Parent,), {"instructions": "x"}).output is VERDICT
     with pytest.raises(ConfigError, match=r"^agent Broken: .* 'requried' at \(the top level\)"):
         type("Broken", (Parent,), {"output": {"requried": ["pass"]}})
+
+
+# A schema read again ------------------------------------------------------------------------
+
+
+def verdict_schema() -> dict[str, Any]:
+    """A fresh copy of VERDICT, for a test to edit."""
+    return json.loads(json.dumps(VERDICT))
+
+
+def reads(agent: Agent, reply: str) -> bool:
+    """Whether ``agent`` accepts ``reply`` as its output."""
+    try:
+        agent.parse(ModelResponse(content=reply))
+    except JudgeOutputError:
+        return False
+    return True
+
+
+def test_a_schema_edited_in_place_is_read_again_by_the_next_instance() -> None:
+    """Each instance reads the class's schema as it is now: its check, its prompt."""
+    schema = verdict_schema()
+    Judge = declare(schema)
+    assert reads(Judge(), '{"pass": true}')
+    schema["required"] = ["pass", "reason"]
+    judge = Judge()
+    assert not reads(judge, '{"pass": true}')
+    assert reads(judge, '{"pass": true, "reason": "polite"}')
+    assert '"required": ["pass", "reason"]' in judge.messages(schema_in_prompt=True)[0]["content"]
+    schema["properties"]["pass"]["type"] = "bool"
+    with pytest.raises(ConfigError, match=r"^agent Verdict: .*'bool' is not a JSON Schema type"):
+        Judge().parse(ModelResponse(content='{"pass": true}'))
+
+
+def test_an_edit_does_not_reach_an_equal_schema_checked_before() -> None:
+    """Equal schemas share their checked validator; editing the dict it was first made from
+    leaves the other schema's check as it was."""
+    first, second = verdict_schema(), verdict_schema()
+    assert reads(declare(first, "First")(), '{"pass": true}')
+    first["properties"]["pass"]["type"] = "string"
+    assert reads(declare(second, "Second")(), '{"pass": true}')
+    assert not reads(declare(first, "First")(), '{"pass": true}')
+
+
+def test_a_replaced_class_schema_is_read_by_the_next_instance() -> None:
+    Judge = declare(verdict_schema())
+    assert reads(Judge(), '{"pass": true}')
+    Judge.output = {**VERDICT, "required": ["reason"]}
+    assert not reads(Judge(), '{"pass": true}')
+
+
+def test_a_value_json_cannot_write_is_shown_as_text_in_the_prompt() -> None:
+    """An annotation JSON cannot write (a date) is shown as text, as in the schema's check."""
+    schema = {**VERDICT, "x-since": datetime.date(2026, 1, 31)}
+    agent = Agent(output=schema, name="Dated", instructions="Judge it.")
+    system = agent.messages(schema_in_prompt=True)[0]["content"]
+    assert system.endswith(json.dumps({**VERDICT, "x-since": "2026-01-31"}, sort_keys=True))
+    assert reads(agent, '{"pass": false}')
 
 
 # Anything at all: a ConfigError or acceptance ----------------------------------------------

@@ -20,6 +20,7 @@ import functools
 import importlib
 import json
 import re
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,11 +41,16 @@ def json_schema(output: Any, owner: str = "?") -> dict[str, Any] | None:
         return None
     if isinstance(output, Mapping):
         return dict(output)
-    if _is_model(output):
-        schema = output.model_json_schema()
+    return _generated(output, owner)
+
+
+def _generated(model: Any, owner: str) -> dict[str, Any]:
+    """The JSON schema a model class generates (``ConfigError`` when it is not one)."""
+    if _is_model(model):
+        schema = model.model_json_schema()
         if isinstance(schema, dict):
             return schema
-    raise _not_an_output(output, owner)
+    raise _not_an_output(model, owner)
 
 
 def check_output(output: Any, owner: str) -> None:
@@ -197,16 +203,18 @@ class Output:
         """Read an agent's ``output`` declaration (``ConfigError`` when it is not one).
 
         A dict's JSON text is made once per read: it finds the schema's checked validator
-        (``check_schema`` checks each schema once) and is what the prompt shows.
+        (``check_schema`` checks each schema once) and is what the prompt shows. A model
+        class's schema is generated once per class (``_model_schema``).
         """
         if isinstance(declared, Mapping):
             schema = dict(declared)
             text = _key(schema, name)
             validator = _checked(text, schema, name)
             return cls(declared, schema, name, _instructions(text), validator)
-        generated = json_schema(declared, name)
-        shown = None if generated is None else schema_instructions(generated)
-        return cls(declared, generated, name, shown, None)
+        if declared is None:
+            return cls(None, None, name, None, None)
+        text, shown = _model_schema(declared, name)
+        return cls(declared, json.loads(text), name, shown, None)
 
     @property
     def response_format(self) -> dict[str, Any] | None:
@@ -242,6 +250,23 @@ class Output:
             validator = check_schema(self.schema, self.name)
         _check(value, validator, raw)
         return value
+
+
+# A model class's JSON schema as text, and the prompt's text of it: pydantic takes about
+# 0.3 ms to generate a schema, and a complete model class does not change (one rebuilt with
+# model_rebuild(force=True) keeps its first schema). Each read parses its own copy of the
+# text, since litellm may edit a response_format's schema in place.
+_MODEL_SCHEMAS: weakref.WeakKeyDictionary[type, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _model_schema(model: Any, owner: str) -> tuple[str, str]:
+    """A model class's schema as JSON text (in its order) and as the prompt shows it."""
+    known = _MODEL_SCHEMAS.get(model) if _is_model(model) else None
+    if known is None:
+        schema = _generated(model, owner)
+        shown = _instructions(_key(schema, owner))
+        known = _MODEL_SCHEMAS[model] = (json.dumps(schema, default=str), shown)
+    return known
 
 
 def _check(value: Any, validator: Any, raw: str) -> None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PydanticUserError
 
 from pytest_harness._agent import Agent
 from pytest_harness._response import ModelResponse
+from pytest_harness._structured import Output
 from pytest_harness.errors import AllAgentsFailed, ConfigError, JudgeOutputError
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal._tribunal import Tribunal
@@ -381,6 +382,51 @@ def test_a_value_json_cannot_write_is_shown_as_text_in_the_prompt() -> None:
     system = agent.messages(schema_in_prompt=True)[0]["content"]
     assert system.endswith(json.dumps({**VERDICT, "x-since": "2026-01-31"}, sort_keys=True))
     assert reads(agent, '{"pass": false}')
+
+
+def test_a_model_schema_is_generated_once_per_class_and_each_read_has_its_own() -> None:
+    """pydantic generates the schema once; a read's copy can be edited (litellm may edit a
+    response_format) without reaching the next read."""
+
+    class Counted(BaseModel):
+        """A model that counts the schemas it generates."""
+
+        passed: bool
+        generated: ClassVar[int] = 0
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            cls.generated += 1
+            return super().model_json_schema(*args, **kwargs)
+
+    Judge = declare(Counted)
+    first, second = Judge(), Judge()
+    assert first.messages(schema_in_prompt=True) == second.messages(schema_in_prompt=True)
+    assert Counted.generated == 1
+    expected = Counted.model_json_schema()
+    shown = json.dumps(expected, sort_keys=True)
+    assert first.messages(schema_in_prompt=True)[0]["content"].endswith(f"schema:\n{shown}")
+    edited = Output.of(Counted, "Judge").schema
+    assert edited == expected
+    edited["properties"]["passed"]["type"] = "string"
+    assert Output.of(Counted, "Judge").schema == expected
+
+
+def test_a_model_not_complete_yet_is_read_once_it_is() -> None:
+    """A model whose schema cannot be generated yet (a forward reference) is asked again."""
+
+    class Pending(BaseModel):
+        step: Later
+
+    Judge = declare(Pending)
+    with pytest.raises(PydanticUserError, match="not fully defined"):
+        Judge().messages(schema_in_prompt=True)
+
+    class Later(BaseModel):
+        n: int
+
+    Pending.model_rebuild()
+    assert '"Later"' in Judge().messages(schema_in_prompt=True)[0]["content"]
 
 
 # Anything at all: a ConfigError or acceptance ----------------------------------------------

@@ -83,12 +83,12 @@ def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": dict(schema)}}
 
 
-def schema_instructions(schema: Mapping[str, Any]) -> str:
-    """What the system prompt says when the provider cannot enforce the schema itself."""
-    return _instructions(json.dumps(schema, sort_keys=True))
+def schema_instructions(schema_text: str) -> str:
+    """What the system prompt says when the provider cannot enforce the schema itself.
 
-
-def _instructions(schema_text: str) -> str:
+    Args:
+        schema_text: the schema as JSON, its keys sorted (``_key``).
+    """
     return (
         "Reply with one JSON object only, no prose and no code fences, matching this JSON "
         f"schema:\n{schema_text}"
@@ -210,7 +210,7 @@ class Output:
             schema = dict(declared)
             text = _key(schema, name)
             validator = _checked(text, schema, name)
-            return cls(declared, schema, name, _instructions(text), validator)
+            return cls(declared, schema, name, schema_instructions(text), validator)
         if declared is None:
             return cls(None, None, name, None, None)
         text, shown = _model_schema(declared, name)
@@ -264,7 +264,7 @@ def _model_schema(model: Any, owner: str) -> tuple[str, str]:
     known = _MODEL_SCHEMAS.get(model) if _is_model(model) else None
     if known is None:
         schema = _generated(model, owner)
-        shown = _instructions(_key(schema, owner))
+        shown = schema_instructions(_key(schema, owner))
         known = _MODEL_SCHEMAS[model] = (json.dumps(schema, default=str), shown)
     return known
 

@@ -353,20 +353,30 @@ def _checked(key: str, schema: dict[str, Any], owner: str) -> Any:
     """
     validator = _VALIDATORS.get(key)
     if validator is None:
-        import jsonschema
-
-        schema = _own_copy(schema)
-        dialect = _dialect(schema, owner)
         try:
-            dialect.check_schema(schema)
-        except jsonschema.SchemaError as bad:
-            raise _invalid(bad, owner) from None
-        known = _keywords(dialect)
-        unknown = next(_unknown_keywords(schema, known, ()), None)
-        if unknown is not None:
-            raise _unknown(unknown[1], unknown[0], known, owner)
-        validator = _VALIDATORS[key] = dialect(schema)
+            validator = _VALIDATORS[key] = _validator(_own_copy(schema), owner)
+        except RecursionError:  # jsonschema's check recurses a few frames per level
+            raise ConfigError(
+                f"agent {owner}: its output schema nests too deep to be checked. Declare the "
+                'nested parts once under "$defs" and refer to them with "$ref"'
+            ) from None
     return validator
+
+
+def _validator(schema: dict[str, Any], owner: str) -> Any:
+    """The validator of a schema not checked before, once it is checked."""
+    import jsonschema
+
+    dialect = _dialect(schema, owner)
+    try:
+        dialect.check_schema(schema)
+    except jsonschema.SchemaError as bad:
+        raise _invalid(bad, owner) from None
+    known = _keywords(dialect)
+    unknown = next(_unknown_keywords(schema, known, ()), None)
+    if unknown is not None:
+        raise _unknown(unknown[1], unknown[0], known, owner)
+    return dialect(schema)
 
 
 def _own_copy(value: Any) -> Any:

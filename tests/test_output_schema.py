@@ -312,6 +312,17 @@ def test_a_pydantic_model_is_not_asked_for_its_schema_when_declared() -> None:
     assert "Step" in Judge.output.model_json_schema()["$defs"]
 
 
+def test_a_schema_too_deep_to_check_is_a_config_error() -> None:
+    """jsonschema's check recurses a few frames per level: a schema nested 300 deep cannot be
+    checked, and says how to flatten it."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(300):
+        schema = {"type": "array", "items": schema}
+    message = declared_error(schema, "Deep")
+    assert message.startswith("agent Deep: its output schema nests too deep to be checked")
+    assert message.endswith('under "$defs" and refer to them with "$ref"')
+
+
 def test_an_instance_output_is_checked_when_the_agent_is_made() -> None:
     """Agent(output=...) is a declaration too: refused by the constructor, named by its name."""
     with pytest.raises(ConfigError, match=r"^agent Inline: its output schema has the unknown"):

@@ -20,6 +20,7 @@ import functools
 import importlib
 import json
 import re
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,11 +41,16 @@ def json_schema(output: Any, owner: str = "?") -> dict[str, Any] | None:
         return None
     if isinstance(output, Mapping):
         return dict(output)
-    if _is_model(output):
-        schema = output.model_json_schema()
+    return _generated(output, owner)
+
+
+def _generated(model: Any, owner: str) -> dict[str, Any]:
+    """The JSON schema a model class generates (``ConfigError`` when it is not one)."""
+    if _is_model(model):
+        schema = model.model_json_schema()
         if isinstance(schema, dict):
             return schema
-    raise _not_an_output(output, owner)
+    raise _not_an_output(model, owner)
 
 
 def check_output(output: Any, owner: str) -> None:
@@ -77,11 +83,15 @@ def response_format(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": dict(schema)}}
 
 
-def schema_instructions(schema: Mapping[str, Any]) -> str:
-    """What the system prompt says when the provider cannot enforce the schema itself."""
+def schema_instructions(schema_text: str) -> str:
+    """What the system prompt says when the provider cannot enforce the schema itself.
+
+    Args:
+        schema_text: the schema as JSON, its keys sorted (``_key``).
+    """
     return (
         "Reply with one JSON object only, no prose and no code fences, matching this JSON "
-        f"schema:\n{json.dumps(schema, sort_keys=True)}"
+        f"schema:\n{schema_text}"
     )
 
 
@@ -177,27 +187,39 @@ class Output:
         declared: the declaration (a JSON-schema dict, a pydantic model class, or None).
         schema: its JSON schema (None: free text).
         name: the agent's name, for the provider's ``response_format``.
+        instructions: what the system prompt says when the provider cannot enforce the
+            schema itself (None: free text).
+        validator: the checked jsonschema validator of a dict schema (None otherwise).
     """
 
     declared: Any
     schema: dict[str, Any] | None
     name: str
+    instructions: str | None
+    validator: Any
 
     @classmethod
     def of(cls, declared: Any, name: str) -> Output:
-        """Read an agent's ``output`` declaration (``ConfigError`` when it is not one)."""
-        check_output(declared, name)
-        return cls(declared, json_schema(declared, name), name)
+        """Read an agent's ``output`` declaration (``ConfigError`` when it is not one).
+
+        A dict's JSON text is made once per read: it finds the schema's checked validator
+        (``check_schema`` checks each schema once) and is what the prompt shows. A model
+        class's schema is generated once per class (``_model_schema``).
+        """
+        if isinstance(declared, Mapping):
+            schema = dict(declared)
+            text = _key(schema, name)
+            validator = _checked(text, schema, name)
+            return cls(declared, schema, name, schema_instructions(text), validator)
+        if declared is None:
+            return cls(None, None, name, None, None)
+        text, shown = _model_schema(declared, name)
+        return cls(declared, json.loads(text), name, shown, None)
 
     @property
     def response_format(self) -> dict[str, Any] | None:
         """The OpenAI ``response_format`` asking the provider for the schema, if any."""
         return None if self.schema is None else response_format(self.schema, self.name)
-
-    @property
-    def instructions(self) -> str | None:
-        """What the system prompt says when the provider cannot enforce the schema itself."""
-        return None if self.schema is None else schema_instructions(self.schema)
 
     def read(self, text: str, raw: str | None = None) -> Any:
         """The processed reply: the visible text for free text, else the checked JSON.
@@ -223,8 +245,28 @@ class Output:
                 ) from None
             dumped: Any = model.model_dump(mode="json")
             return dumped
-        _check(value, check_schema(self.schema, self.name), raw)
+        validator = self.validator
+        if validator is None:  # a class with a schema that does not validate replies itself
+            validator = check_schema(self.schema, self.name)
+        _check(value, validator, raw)
         return value
+
+
+# A model class's JSON schema as text, and the prompt's text of it: pydantic takes about
+# 0.3 ms to generate a schema, and a complete model class does not change (one rebuilt with
+# model_rebuild(force=True) keeps its first schema). Each read parses its own copy of the
+# text, since litellm may edit a response_format's schema in place.
+_MODEL_SCHEMAS: weakref.WeakKeyDictionary[type, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _model_schema(model: Any, owner: str) -> tuple[str, str]:
+    """A model class's schema as JSON text (in its order) and as the prompt shows it."""
+    known = _MODEL_SCHEMAS.get(model) if _is_model(model) else None
+    if known is None:
+        schema = _generated(model, owner)
+        shown = schema_instructions(_key(schema, owner))
+        known = _MODEL_SCHEMAS[model] = (json.dumps(schema, default=str), shown)
+    return known
 
 
 def _check(value: Any, validator: Any, raw: str) -> None:
@@ -286,7 +328,9 @@ _SCHEMA_MAPS = ("$defs", "definitions")  # name -> schema in every dialect provi
 # Where a keyword's value holds schemas: the value itself, its items, or its values.
 _ITSELF, _ITEMS, _VALUES = "itself", "items", "values"
 _REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, Any] = {}  # a schema's JSON text (_key) -> its checked validator
+# json.dumps(schema, sort_keys=True, default=str), without building an encoder per call
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
 def check_schema(schema: dict[str, Any], owner: str) -> Any:
@@ -298,27 +342,56 @@ def check_schema(schema: dict[str, Any], owner: str) -> Any:
     Raises:
         ConfigError: naming ``owner``, the keyword or value, its place and the fix.
     """
-    key = _key(schema, owner)
+    return _checked(_key(schema, owner), schema, owner)
+
+
+def _checked(key: str, schema: dict[str, Any], owner: str) -> Any:
+    """``check_schema`` of ``schema``, whose JSON text (``_key``) is ``key``.
+
+    The validator keeps a copy of the schema: it serves every schema with the same text, so
+    a later edit of the dict it was made from must not reach it.
+    """
     validator = _VALIDATORS.get(key)
     if validator is None:
-        import jsonschema
-
-        dialect = _dialect(schema, owner)
         try:
-            dialect.check_schema(schema)
-        except jsonschema.SchemaError as bad:
-            raise _invalid(bad, owner) from None
-        known = _keywords(dialect)
-        unknown = next(_unknown_keywords(schema, known, ()), None)
-        if unknown is not None:
-            raise _unknown(unknown[1], unknown[0], known, owner)
-        validator = _VALIDATORS[key] = dialect(schema)
+            validator = _VALIDATORS[key] = _validator(_own_copy(schema), owner)
+        except RecursionError:  # jsonschema's check recurses a few frames per level
+            raise ConfigError(
+                f"agent {owner}: its output schema nests too deep to be checked. Declare the "
+                'nested parts once under "$defs" and refer to them with "$ref"'
+            ) from None
     return validator
 
 
-def _key(schema: dict[str, Any], owner: str) -> str:
+def _validator(schema: dict[str, Any], owner: str) -> Any:
+    """The validator of a schema not checked before, once it is checked."""
+    import jsonschema
+
+    dialect = _dialect(schema, owner)
     try:
-        return json.dumps(schema, sort_keys=True, default=str)
+        dialect.check_schema(schema)
+    except jsonschema.SchemaError as bad:
+        raise _invalid(bad, owner) from None
+    known = _keywords(dialect)
+    unknown = next(_unknown_keywords(schema, known, ()), None)
+    if unknown is not None:
+        raise _unknown(unknown[1], unknown[0], known, owner)
+    return dialect(schema)
+
+
+def _own_copy(value: Any) -> Any:
+    """``value`` with each dict and list in it copied (a JSON-data deep copy)."""
+    if isinstance(value, Mapping):
+        return {key: _own_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_own_copy(item) for item in value]
+    return value
+
+
+def _key(schema: dict[str, Any], owner: str) -> str:
+    """The schema's JSON text: its validator's key, and the schema a prompt shows."""
+    try:
+        return _KEY_ENCODER.encode(schema)
     except (TypeError, ValueError, RecursionError) as error:
         raise ConfigError(
             f"agent {owner}: its output schema is not JSON data ({error}); write it with "

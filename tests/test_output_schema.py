@@ -3,15 +3,19 @@ off at the token limit says so (over real HTTP, litellm to the loopback server).
 
 from __future__ import annotations
 
+import datetime
+import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PydanticUserError
 
 from pytest_harness._agent import Agent
+from pytest_harness._response import ModelResponse
+from pytest_harness._structured import Output
 from pytest_harness.errors import AllAgentsFailed, ConfigError, JudgeOutputError
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal._tribunal import Tribunal
@@ -308,6 +312,17 @@ def test_a_pydantic_model_is_not_asked_for_its_schema_when_declared() -> None:
     assert "Step" in Judge.output.model_json_schema()["$defs"]
 
 
+def test_a_schema_too_deep_to_check_is_a_config_error() -> None:
+    """jsonschema's check recurses a few frames per level: a schema nested 300 deep cannot be
+    checked, and says how to flatten it."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(300):
+        schema = {"type": "array", "items": schema}
+    message = declared_error(schema, "Deep")
+    assert message.startswith("agent Deep: its output schema nests too deep to be checked")
+    assert message.endswith('under "$defs" and refer to them with "$ref"')
+
+
 def test_an_instance_output_is_checked_when_the_agent_is_made() -> None:
     """Agent(output=...) is a declaration too: refused by the constructor, named by its name."""
     with pytest.raises(ConfigError, match=r"^agent Inline: its output schema has the unknown"):
@@ -320,6 +335,109 @@ def test_a_subclass_is_checked_for_its_own_output() -> None:
     assert type("Child", (Parent,), {"instructions": "x"}).output is VERDICT
     with pytest.raises(ConfigError, match=r"^agent Broken: .* 'requried' at \(the top level\)"):
         type("Broken", (Parent,), {"output": {"requried": ["pass"]}})
+
+
+# A schema read again ------------------------------------------------------------------------
+
+
+def verdict_schema() -> dict[str, Any]:
+    """A fresh copy of VERDICT, for a test to edit."""
+    return json.loads(json.dumps(VERDICT))
+
+
+def reads(agent: Agent, reply: str) -> bool:
+    """Whether ``agent`` accepts ``reply`` as its output."""
+    try:
+        agent.parse(ModelResponse(content=reply))
+    except JudgeOutputError:
+        return False
+    return True
+
+
+def test_a_schema_edited_in_place_is_read_again_by_the_next_instance() -> None:
+    """Each instance reads the class's schema as it is now: its check, its prompt."""
+    schema = verdict_schema()
+    Judge = declare(schema)
+    assert reads(Judge(), '{"pass": true}')
+    schema["required"] = ["pass", "reason"]
+    judge = Judge()
+    assert not reads(judge, '{"pass": true}')
+    assert reads(judge, '{"pass": true, "reason": "polite"}')
+    assert '"required": ["pass", "reason"]' in judge.messages(schema_in_prompt=True)[0]["content"]
+    schema["properties"]["pass"]["type"] = "bool"
+    with pytest.raises(ConfigError, match=r"^agent Verdict: .*'bool' is not a JSON Schema type"):
+        Judge().parse(ModelResponse(content='{"pass": true}'))
+
+
+def test_an_edit_does_not_reach_an_equal_schema_checked_before() -> None:
+    """Equal schemas share their checked validator; editing the dict it was first made from
+    leaves the other schema's check as it was."""
+    first, second = verdict_schema(), verdict_schema()
+    assert reads(declare(first, "First")(), '{"pass": true}')
+    first["properties"]["pass"]["type"] = "string"
+    assert reads(declare(second, "Second")(), '{"pass": true}')
+    assert not reads(declare(first, "First")(), '{"pass": true}')
+
+
+def test_a_replaced_class_schema_is_read_by_the_next_instance() -> None:
+    Judge = declare(verdict_schema())
+    assert reads(Judge(), '{"pass": true}')
+    Judge.output = {**VERDICT, "required": ["reason"]}
+    assert not reads(Judge(), '{"pass": true}')
+
+
+def test_a_value_json_cannot_write_is_shown_as_text_in_the_prompt() -> None:
+    """An annotation JSON cannot write (a date) is shown as text, as in the schema's check."""
+    schema = {**VERDICT, "x-since": datetime.date(2026, 1, 31)}
+    agent = Agent(output=schema, name="Dated", instructions="Judge it.")
+    system = agent.messages(schema_in_prompt=True)[0]["content"]
+    assert system.endswith(json.dumps({**VERDICT, "x-since": "2026-01-31"}, sort_keys=True))
+    assert reads(agent, '{"pass": false}')
+
+
+def test_a_model_schema_is_generated_once_per_class_and_each_read_has_its_own() -> None:
+    """pydantic generates the schema once; a read's copy can be edited (litellm may edit a
+    response_format) without reaching the next read."""
+
+    class Counted(BaseModel):
+        """A model that counts the schemas it generates."""
+
+        passed: bool
+        generated: ClassVar[int] = 0
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            cls.generated += 1
+            return super().model_json_schema(*args, **kwargs)
+
+    Judge = declare(Counted)
+    first, second = Judge(), Judge()
+    assert first.messages(schema_in_prompt=True) == second.messages(schema_in_prompt=True)
+    assert Counted.generated == 1
+    expected = Counted.model_json_schema()
+    shown = json.dumps(expected, sort_keys=True)
+    assert first.messages(schema_in_prompt=True)[0]["content"].endswith(f"schema:\n{shown}")
+    edited = Output.of(Counted, "Judge").schema
+    assert edited == expected
+    edited["properties"]["passed"]["type"] = "string"
+    assert Output.of(Counted, "Judge").schema == expected
+
+
+def test_a_model_not_complete_yet_is_read_once_it_is() -> None:
+    """A model whose schema cannot be generated yet (a forward reference) is asked again."""
+
+    class Pending(BaseModel):
+        step: Later
+
+    Judge = declare(Pending)
+    with pytest.raises(PydanticUserError, match="not fully defined"):
+        Judge().messages(schema_in_prompt=True)
+
+    class Later(BaseModel):
+        n: int
+
+    Pending.model_rebuild()
+    assert '"Later"' in Judge().messages(schema_in_prompt=True)[0]["content"]
 
 
 # Anything at all: a ConfigError or acceptance ----------------------------------------------

@@ -7,6 +7,7 @@ judge passes anything polite, a "strict" judge fails everything, a "broken" one 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from pytest_harness._report.tribunals import record
 from pytest_harness.testing import LoopbackServer, Reply
+from pytest_harness.tribunal import Tribunal, Verdict, Vote
 
 CONFTEST = """
 import pytest
@@ -328,3 +331,36 @@ def test_report_option_does_not_swallow_a_test_path(pytester: pytest.Pytester) -
     result = pytester.runpytest("-p", "no:cacheprovider", "--harness-report", "sub")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--harness-report got 'sub', which looks like a test path*"])
+
+
+def test_a_records_votes_hold_every_field_and_plain_votes() -> None:
+    """Each vote of a record holds every field of the Vote; a vote JSON cannot hold is its repr."""
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    def vote(agent: str, value: Any) -> Vote:
+        return Vote(
+            agent=agent,
+            model="m",
+            vote=value,
+            passed=True,
+            reason="fine",
+            time=0.5,
+            tokens=3,
+            cost=0.25,
+            score=4.0,
+            threshold=3.0,
+        )
+
+    votes = (vote("Scored", {"score": 4, "label": ["good"]}), vote("Odd", Odd()))
+    panel = Tribunal(input="x", agents=[])
+    panel.verdict = Verdict(tribunal="Tribunal", value=Odd(), passed=True, rule="r", votes=votes)
+    data = record(panel, None, "test_x")
+    assert data["votes"] == [
+        dataclasses.asdict(votes[0]),
+        {**dataclasses.asdict(votes[1]), "vote": "<odd>"},
+    ]
+    assert data["value"] == "<odd>"
+    assert json.loads(json.dumps(data)) == data

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness._report.text import OUTCOME, money, seconds, tabulate
@@ -43,7 +43,7 @@ def record(
         "value": _plain(verdict.value) if verdict is not None else None,
         "rule": verdict.rule if verdict is not None else None,
         "judges": len(tribunal.agents),
-        "votes": [{**asdict(v), "vote": _plain(v.vote)} for v in votes],
+        "votes": [_vote_record(v) for v in votes],
         "votes_passed": sum(1 for v in votes if v.passed),
         "votes_cast": len(votes),
         "errors": errors,
@@ -136,8 +136,17 @@ def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return tabulate(shown, headers=headers)
 
 
+def _vote_record(vote: Any) -> dict[str, Any]:
+    """A ``Vote`` as plain data. Its fields are strings, numbers and None but the vote itself,
+    so a shallow copy does (``dataclasses.asdict`` deep-copies each field: most of a record's
+    time)."""
+    return {**{f.name: getattr(vote, f.name) for f in fields(vote)}, "vote": _plain(vote.vote)}
+
+
 def _plain(value: Any) -> Any:
     """``value`` if JSON can hold it, else its repr."""
+    if value is None or isinstance(value, (str, int, float)):  # bool is an int
+        return value
     try:
         json.dumps(value)
     except (TypeError, ValueError):

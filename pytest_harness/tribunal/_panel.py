@@ -176,6 +176,8 @@ def _vote(result: Any, strategy: Strategy, evaluate: Evaluator, *, shown_only: b
             passed = strategy.vote_passes(vote)
         except Exception:
             vote, passed = None, None
+    processed = getattr(result, "processed", None)
+    fields = processed if isinstance(processed, Mapping) else {}
     return Vote(
         agent=getattr(result, "agent", "") or type(result).__name__,
         model=getattr(result, "model", None),
@@ -185,15 +187,13 @@ def _vote(result: Any, strategy: Strategy, evaluate: Evaluator, *, shown_only: b
         time=getattr(result, "execution_time", None),
         tokens=getattr(result, "tokens", 0) or 0,
         cost=getattr(result, "cost", None),
-        score=_number(result, "score"),
-        threshold=_number(result, "threshold"),
+        score=_number(fields.get("score")),
+        threshold=_number(fields.get("threshold")),
     )
 
 
-def _number(result: Any, key: str) -> float | None:
+def _number(value: Any) -> float | None:
     """A numeric field of a judge's parsed reply (``score``, ``threshold``), else None."""
-    processed = getattr(result, "processed", None)
-    value = processed.get(key) if isinstance(processed, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
@@ -572,11 +572,9 @@ async def transform(plan: Plan, event: str, value: Any) -> Any:
 
 
 def _agent_event(plan: Plan, kind: str, agent: str, index: int, **fields: Any) -> None:
-    _emit(
-        plan,
-        "agent",
-        TribunalEvent(kind=kind, tribunal=plan.name, agent=agent, index=index, **fields),
-    )
+    callback = plan.streams.get("agent")
+    if callback is not None:  # two events per judge: made only when someone listens
+        callback(TribunalEvent(kind=kind, tribunal=plan.name, agent=agent, index=index, **fields))
 
 
 def _emit(plan: Plan, stream: str, event: TribunalEvent) -> None:

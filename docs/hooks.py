@@ -2,9 +2,9 @@
 
 A reference page holds a line ``<!-- reference: options -->`` (or ``ini``, ``markers``);
 at build time it becomes a table rendered from ``pytest_harness.plugin.OPTIONS``,
-``INI_KEYS`` or ``MARKERS``, the very definitions ``pytest_addoption`` and
-``pytest_configure`` register. The docs cannot drift from the code, and a page naming a
-table that does not exist fails the build.
+``INI_KEYS`` or ``MARKERS`` (read from ``plugin.json``), the very definitions
+``pytest_addoption`` and ``pytest_configure`` register. The docs cannot drift from the code,
+and a page naming a table that does not exist fails the build.
 """
 
 from __future__ import annotations
@@ -96,15 +96,15 @@ def options_table() -> str:
             _default(keywords["default"]),
             _text(keywords["help"]),
         )
-        for name, keywords in plugin.OPTIONS
+        for name, keywords in plugin.OPTIONS.items()
     )
     return _table(("Option", "Takes", "Default", "Meaning"), rows)
 
 
 def ini_table() -> str:
     rows = (
-        (_anchor(name, _code(name)), kind, _default(default), _text(help))
-        for name, help, kind, default in plugin.INI_KEYS
+        (_anchor(name, _code(name)), key["type"], _default(key["default"]), _text(key["help"]))
+        for name, key in plugin.INI_KEYS.items()
     )
     return _table(("Ini key", "Type", "Default", "Meaning"), rows)
 
@@ -112,7 +112,7 @@ def ini_table() -> str:
 def markers_table() -> str:
     rows = (
         (_anchor(_marker(signature), _code(f"@pytest.mark.{signature}")), _text(help))
-        for signature, help in plugin.MARKERS
+        for signature, help in plugin.MARKERS.items()
     )
     return _table(("Marker", "Meaning"), rows)
 

@@ -4,15 +4,22 @@ Only pytest glue lives here; behaviour is in the modules these hooks call, impor
 test first needs them. At start-up the plugin imports only its hookspecs: a suite that uses
 no harness feature pays almost nothing for it.
 
+This module is parsed at every start: pytest imports a plugin's modules through its
+assertion rewriter, which parses the source into an AST (also when told not to rewrite) unless
+it finds its own cached copy, and without bytecode caching there is none. What it costs
+grows with every line here, so hooks that are not called in every session stay short.
+
 PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
 it imports it; this module has none, and it is loaded at every start-up.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,246 +37,26 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-# Options, ini keys and markers are data: the hooks below register them, and the docs'
-# reference pages (docs/reference/options.md, ini.md, markers.md) are rendered from them at
-# build time (docs/hooks.py), so the two cannot drift apart. Plain tuples and dicts: this
-# module is compiled and run at every pytest start-up.
-
-# (option, its argparse keywords: help, default, and action, metavar, nargs, const if any)
-OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    (
-        "--harness-live",
-        {
-            "help": "record model traffic from scratch: real calls; each test's cassette is "
-            "replaced by what it recorded (written only if the test passed)",
-            "default": False,
-            "action": "store_true",
-        },
-    ),
-    (
-        "--harness-record",
-        {
-            "help": "cassette mode: none = replay only, offline (default); new = keep recordings "
-            "and record missing requests; all = same as --harness-live",
-            "default": None,
-            "metavar": "{none,new,all}",
-        },
-    ),
-    (
-        "--harness-model",
-        {
-            "help": "litellm model name that replaces every model call's model (overrides "
-            "harness_model and markers)",
-            "default": None,
-            "metavar": "MODEL",
-        },
-    ),
-    (
-        "--harness-models",
-        {
-            "help": "comma-separated litellm model names: run every test that uses the harness "
-            "once per model (ids test[MODEL]), each with that model as its override and its "
-            "own cassette (test[MODEL].yaml), and report them as a matrix (overrides "
-            "harness_models; refused with --harness-model)",
-            "default": None,
-            "metavar": "MODEL,MODEL",
-        },
-    ),
-    (
-        "--harness-judge-model",
-        {
-            "help": "litellm model name of every judge a tribunal runs (and of ready-made "
-            "judges), whatever --harness-model or --harness-models say (overrides "
-            "harness_judge_model and markers)",
-            "default": None,
-            "metavar": "MODEL",
-        },
-    ),
-    (
-        "--harness-prune",
-        {
-            "help": "after a full run (no paths, -k, -m or deselection; every test passed), "
-            "list the cassettes under harness_cassette_dir that no test opened (list, the "
-            "default), or delete them (remove)",
-            "default": None,
-            "metavar": "{list,remove}",
-            "nargs": "?",
-            "const": "list",
-        },
-    ),
-    (
-        "--harness-report",
-        {
-            "help": "print the session's tables (tribunal runs, sampled tests, calibrations, "
-            "agent runs, model calls; also shown with -v); with PATH also write them: "
-            "PATH.html as one self-contained HTML page, any other PATH as JSON",
-            "default": None,
-            "metavar": "PATH",
-            "nargs": "?",
-            "const": "",
-        },
-    ),
+# Options, ini keys and markers are data, in plugin.json beside this module: the hooks below
+# register them, and the docs' reference pages (docs/reference/options.md, ini.md,
+# markers.md) are rendered from them at build time (docs/hooks.py), so the two cannot drift
+# apart. JSON, not Python literals: parsing this module at every start (see above) costs about
+# 25 times what json.loads does for the same tables (and pytest has imported json). An option
+# or ini key set to other than its default makes pytest_configure resolve the settings at once.
+_DATA: dict[str, dict[str, Any]] = json.loads(
+    Path(__file__).with_name("plugin.json").read_text(encoding="utf-8")
 )
-
-# (name, help, type, default): a value other than its default means the session sets
-# harness options (pytest_configure then resolves them at once).
-INI_KEYS: tuple[tuple[str, str, Literal["string", "bool", "linelist"], Any], ...] = (
-    (
-        "harness_cassette_dir",
-        "folder of cassettes, relative to rootdir",
-        "string",
-        "cassettes",
-    ),
-    (
-        "harness_model",
-        "litellm model name that replaces every model call's model",
-        "string",
-        "",
-    ),
-    (
-        "harness_models",
-        "comma-separated litellm model names: a model matrix, as --harness-models (a "
-        "--harness-model on the command line turns it off)",
-        "string",
-        "",
-    ),
-    (
-        "harness_judge_model",
-        "litellm model name of every judge a tribunal runs, whatever the model override",
-        "string",
-        "",
-    ),
-    (
-        "harness_record",
-        "cassette mode when the command line gives none: none (default), new or all",
-        "string",
-        "none",
-    ),
-    (
-        "harness_degenerate",
-        "on an empty, think-only or interrupted model response: fail (default), warn or off",
-        "string",
-        "fail",
-    ),
-    (
-        "harness_mcp_stdio",
-        "an MCP server over stdio in a test with a cassette (none can record it): error "
-        "(default) or live (runs live, unrecorded)",
-        "string",
-        "error",
-    ),
-    (
-        "harness_timeout",
-        "per-call model HTTP timeout in seconds",
-        "string",
-        "",
-    ),
-    (
-        "harness_record_failed",
-        "write a test's cassette even when the test failed while recording",
-        "bool",
-        False,
-    ),
-    (
-        "harness_allow_hosts",
-        "hosts tests may still connect to in replay mode, one per line (loopback included)",
-        "linelist",
-        [],
-    ),
-    (
-        "harness_ignore_hosts",
-        "hosts whose traffic passes through untouched, never recorded nor refused, one per line",
-        "linelist",
-        [],
-    ),
-    (
-        "harness_capture",
-        "whose HTTP traffic is recorded and replayed: harness (default: tests that use the "
-        "harness marker or a harness fixture) or all (every test)",
-        "string",
-        "harness",
-    ),
-    (
-        "harness_max_cost",
-        "most one test may spend on live model calls (litellm prices)",
-        "string",
-        "",
-    ),
-    (
-        "harness_max_session_cost",
-        "most the whole session may spend on live model calls (litellm prices)",
-        "string",
-        "",
-    ),
-    (
-        "harness_match_ignore",
-        "dotted JSON body fields left out of cassette matching, one per line",
-        "linelist",
-        [],
-    ),
-    (
-        "harness_redact_headers",
-        "extra request headers redacted before cassettes are saved",
-        "linelist",
-        [],
-    ),
-    (
-        "harness_redact_query",
-        "extra request query redacted before cassettes are saved",
-        "linelist",
-        [],
-    ),
-    (
-        "harness_redact_body_fields",
-        "extra request body fields redacted before cassettes are saved",
-        "linelist",
-        [],
-    ),
-)
-
-# (signature as written on a test, without "@pytest.mark.", and its help)
-MARKERS: tuple[tuple[str, str], ...] = (
-    (
-        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
-        "samples=1, pass_rate=1.0, confidence=None, margin=0.05, inconclusive='fail', "
-        "mcp_stdio=None, judge_model=None)",
-        "per-test harness settings: cassette name (False: none), degenerate policy "
-        "(fail/warn/off), model, judges' model, record mode (none/new/all), call timeout; run "
-        "the body `samples` "
-        "times and pass when at least `pass_rate` of them pass; with `confidence`, stop as soon "
-        "as the samples decide at that confidence (SPRT, indifference `margin`), an undecided "
-        "test being `inconclusive` (fail/xfail/pass); an MCP server over stdio (error/live)",
-    ),
-    (
-        "scenarios(team, input, limit=None)",
-        "parametrize the test's `scenario` argument with what a shared-state team generates "
-        "(recorded in its own cassette)",
-    ),
-    (
-        "dataset(source, argname='case', pass_rate=None, confidence=None, margin=0.05, "
-        "inconclusive='fail')",
-        "parametrize the test's `case` argument with each case of a JSONL, CSV or YAML file "
-        "(or a list), ids from each row's `id` or its input; with `pass_rate`, a gate: the "
-        "share of cases passing must reach it (sequential with `confidence`), and the gate, "
-        "not each case, decides the run",
-    ),
-    (
-        "harness_unavailable(message)",
-        "set by the harness; the test errors at set-up with the message",
-    ),
-    (
-        "harness_case(index, count, source)",
-        "set by the harness; a dataset case's place in its dataset",
-    ),
-)
+OPTIONS: dict[str, dict[str, Any]] = _DATA["options"]  # option: its argparse keywords
+INI_KEYS: dict[str, dict[str, Any]] = _DATA["ini"]  # key: its help, type and default
+MARKERS: dict[str, str] = _DATA["markers"]  # signature (after "@pytest.mark."): its help
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
-    for name, keywords in OPTIONS:
+    for name, keywords in OPTIONS.items():
         group.addoption(name, **keywords)
-    for key, help, kind, default in INI_KEYS:
-        parser.addini(key, help, type=kind, default=default)
+    for key, keywords in INI_KEYS.items():
+        parser.addini(key, **keywords)
 
 
 @pytest.hookimpl(tryfirst=True)  # before hypothesis's, which loads --hypothesis-profile
@@ -279,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _env.apply()  # litellm's environment, for the application's own litellm calls too
     if getattr(config.option, "hypothesis_profile", None) == "harness":
         import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
-    for signature, help in MARKERS:
+    for signature, help in MARKERS.items():
         config.addinivalue_line("markers", f"{signature}: {help}")
     recording = matrix = False
     if _sets_harness_options(config):
@@ -358,12 +145,10 @@ def settings(config: pytest.Config) -> Settings:
 
 
 def _sets_harness_options(config: pytest.Config) -> bool:
-    given = (getattr(config.option, name[2:].replace("-", "_")) for name, _ in OPTIONS)
-    if any(
-        value != keywords["default"] for value, (_, keywords) in zip(given, OPTIONS, strict=True)
-    ):
-        return True
-    return any(config.getini(key) != default for key, _, _, default in INI_KEYS)
+    for name, keywords in OPTIONS.items():
+        if getattr(config.option, name[2:].replace("-", "_")) != keywords["default"]:
+            return True
+    return any(config.getini(key) != keywords["default"] for key, keywords in INI_KEYS.items())
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -424,18 +209,24 @@ def harness_model(request: pytest.FixtureRequest) -> str | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item;
     ``@pytest.mark.dataset``: its ``case`` argument, one test per case."""
-    dataset = metafunc.definition.get_closest_marker("dataset")
-    if dataset is not None:
+    # The closest marker of each name, in one walk up the tree: iter_markers' walk without
+    # its generators. This runs for every test function: on 200 tests, two
+    # get_closest_marker calls cost 4 M instructions, this walk 0.6 M.
+    closest: dict[str, pytest.Mark] = {}
+    node: pytest.Item | pytest.Collector | None = metafunc.definition
+    while node is not None:
+        for mark in node.own_markers:
+            closest.setdefault(mark.name, mark)
+        node = node.parent
+    if "dataset" in closest:
         from pytest_harness._cases import parametrize
 
-        parametrize(dataset, metafunc)
-    marker = metafunc.definition.get_closest_marker("scenarios")
-    if marker is None:
-        return
-    from pytest_harness import _scenarios as scenarios
+        parametrize(closest["dataset"], metafunc)
+    if "scenarios" in closest:
+        from pytest_harness import _scenarios as scenarios
 
-    config = metafunc.config
-    scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
+        config, marker = metafunc.config, closest["scenarios"]
+        scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
 
 
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:

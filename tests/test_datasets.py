@@ -223,6 +223,44 @@ def test_each_case_is_a_test_named_by_its_id(pytester: pytest.Pytester) -> None:
     assert "dataset gates" not in result.stdout.str()  # no gate asked for
 
 
+def test_the_closest_dataset_marker_gives_the_cases(pytester: pytest.Pytester) -> None:
+    """A module's or a class's marker applies to its tests; a closer one takes its place."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        pytestmark = pytest.mark.dataset(["module one", "module two"])
+
+        def test_module(case):
+            pass
+
+        @pytest.mark.dataset(["own"])
+        def test_own(case):
+            pass
+
+        @pytest.mark.dataset(["class"])
+        class TestClass:
+            def test_in_class(self, case):
+                pass
+
+            @pytest.mark.dataset(["method"])
+            def test_method(self, case):
+                pass
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_module[[]module-one[]]",
+            "*::test_module[[]module-two[]]",
+            "*::test_own[[]own[]]",
+            "*::TestClass::test_in_class[[]class[]]",
+            "*::TestClass::test_method[[]method[]]",
+            "5 tests collected*",
+        ]
+    )
+
+
 def test_a_gate_counts_failing_cases_and_decides_the_run(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", cases=CASES)
     pytester.makepyfile(test_cases=GATED.format(rate=0.75))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_harness import plugin
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -26,6 +27,14 @@ def test_help_lists_options_and_ini_keys(pytester: pytest.Pytester) -> None:
             "*harness_allow_hosts (linelist)*",
         ]
     )
+
+
+def test_help_shows_every_option_and_ini_key_of_plugin_json(pytester: pytest.Pytester) -> None:
+    """The registration is read from plugin.json: every entry reaches pytest, help and all."""
+    shown = "".join(pytester.runpytest("--help").stdout.str().split())  # as wrapped: no spaces
+    for name, keywords in [*plugin.OPTIONS.items(), *plugin.INI_KEYS.items()]:
+        assert name in shown
+        assert "".join(keywords["help"].split()) in shown, name
 
 
 def test_markers_are_listed(pytester: pytest.Pytester) -> None:

@@ -28,6 +28,7 @@ a ``ModelResponse``: text, reasoning, tool calls, usage and cost.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -49,7 +50,7 @@ from pytest_harness._response import (
     read_stream,
 )
 from pytest_harness._scope import NOTE_PREFIX
-from pytest_harness._seam_replay import replayed
+from pytest_harness._seam_replay import Litellm, replayed
 from pytest_harness.errors import (
     DegenerateResponse,
     HarnessWarning,
@@ -196,7 +197,7 @@ def send(
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
     with _clearer_errors(call):
-        response = replayed(call, on_token, on_reasoning) or completion(
+        response = replayed(call, on_token, on_reasoning, _LITELLM) or completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -214,7 +215,7 @@ async def asend(
 ) -> ModelResponse:
     """Async twin of ``send``."""
     with _clearer_errors(call):
-        response = replayed(call, on_token, on_reasoning) or await acompletion(
+        response = replayed(call, on_token, on_reasoning, _LITELLM) or await acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -610,6 +611,16 @@ def _cost(model: str, usage: Usage, raw: Any = None) -> float | None:
     return price(model, usage)
 
 
+@functools.lru_cache(maxsize=256)
+def provider_of(model: str) -> str | None:
+    """The provider litellm sends ``model`` (a name without a provider prefix) to, or None
+    when litellm cannot place it."""
+    try:
+        return str(lib().get_llm_provider(model)[1])
+    except Exception:  # litellm raises for model names it cannot place
+        return None
+
+
 def price(model: str, usage: Usage, provider: str | None = None) -> float | None:
     """The cost of ``usage`` on ``model`` from litellm's price map, or None when unpriced.
 
@@ -647,3 +658,6 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     raise ProviderResponseError(
         f"expected a chat completion from litellm, got {type(obj).__name__}: {obj!r:.200}"
     )
+
+
+_LITELLM = Litellm(price=price, provider=provider_of)  # what the seam's replay asks litellm

@@ -12,8 +12,8 @@ litellm sends to OpenAI, with known message fields, a finish reason litellm keep
 block and no opening think block. For any other it returns None, and the call is sent
 through litellm and the cassette's HTTP match, as recorded (a miss there shows its diff).
 
-litellm is imported only to place a bare model name (``_openai_provider``), through the
-seam's own ``lib``, and never by a call with an ``openai/`` prefix.
+It does not import litellm: the seam hands it litellm's pricing and its placing of a bare
+model name (``Litellm``), and a call with an ``openai/`` prefix asks neither.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,19 @@ from pytest_harness._response import (
 
 if TYPE_CHECKING:
     from pytest_harness._cassettes.wire import Recognised
-    from pytest_harness._model import Request
+
+
+@dataclass(frozen=True, slots=True)
+class Litellm:
+    """What the reader asks litellm, through the seam (``_model``).
+
+    Attributes:
+        price: the USD cost of a usage under a model name, or None when not priced.
+        provider: the provider litellm sends a model name without a prefix to, or None.
+    """
+
+    price: Callable[[str, Usage], float | None]
+    provider: Callable[[str], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,15 +61,19 @@ class Replay:
 
 
 def replayed(
-    call: Request, on_token: TokenCallback | None, on_reasoning: TokenCallback | None
+    call: Any,
+    on_token: TokenCallback | None,
+    on_reasoning: TokenCallback | None,
+    litellm: Litellm,
 ) -> ModelResponse | None:
     """The call answered from its cassette by what it asks (a call hook's ``replay``), its
     stream's deltas passed on as litellm passes them; None: the call is to be sent."""
     started = time.perf_counter()
     found: Replay | None = None
+    reader = functools.partial(read, call, started, litellm)
     for hook in call.hooks:
         replay = getattr(hook, "replay", None)  # optional: a hook without it never answers
-        found = replay(call.kwargs, functools.partial(read, call, started)) if replay else None
+        found = replay(call.kwargs, reader) if replay else None
         if found is not None:
             break
     if found is None:
@@ -80,22 +96,23 @@ _AS_SENT_FIELDS = frozenset(
 _THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
 
 
-def read(call: Request, started: float, found: Recognised) -> Replay | None:
+def read(call: Any, started: float, litellm: Litellm, found: Recognised) -> Replay | None:
     """A recorded reply as the seam reads it through litellm, read without litellm; None
     when litellm might read it otherwise (then it is sent, and litellm reads it).
 
     Args:
-        call: the seam's call.
+        call: the seam's call (``_model.Request``: its model, keyword arguments, hooks).
         started: ``time.perf_counter()`` when the call started.
+        litellm: its pricing and its placing of model names.
         found: the reply, recognised, with its parsed body (``Recognised.payload``).
     """
-    if found.api != "openai.chat" or not _openai_model(call.kwargs):
+    if found.api != "openai.chat" or not _openai_model(call.kwargs, litellm):
         return None
     if not found.streamed:
         data = found.payload
         if not _as_sent(data.get("choices"), "message", data.get("usage")):
             return None
-        cost = _priced(call, found)
+        cost = _priced(call, found, litellm)
         return Replay(
             read_completion(data, model=call.model, cost=cost, started=started, checked=True)
         )
@@ -111,7 +128,7 @@ def read(call: Request, started: float, found: Recognised) -> Replay | None:
         chunks,
         finish_reason=finish,
         model=call.model,
-        cost=_priced(call, found),
+        cost=_priced(call, found, litellm),
         started=started,
         checked=True,  # recognised: every chunk is readable
     )
@@ -143,34 +160,22 @@ def _as_sent(choices: Any, part: str, usage: Any) -> bool:
     return finished
 
 
-@functools.lru_cache(maxsize=256)
-def _openai_provider(model: str) -> bool:
-    """Whether litellm sends ``model`` (without a provider prefix) to OpenAI."""
-    from pytest_harness._model import lib
-
-    try:
-        return bool(lib().get_llm_provider(model)[1] == "openai")
-    except Exception:  # litellm raises for model names it cannot place
-        return False
-
-
-def _openai_model(kwargs: Mapping[str, Any]) -> bool:
+def _openai_model(kwargs: Mapping[str, Any], litellm: Litellm) -> bool:
     """Whether litellm reads this call's reply as OpenAI's (``openai/`` models, OpenAI's own
     names): other providers' replies, even in OpenAI's format, it may rewrite."""
     model, provider = str(kwargs.get("model") or ""), kwargs.get("custom_llm_provider")
     if provider not in (None, "openai"):
         return False
     prefix, slash, _ = model.partition("/")
-    return prefix == "openai" if slash else _openai_provider(model)
+    return prefix == "openai" if slash else litellm.provider(model) == "openai"
 
 
-def _priced(call: Request, found: Recognised) -> Pricing:
+def _priced(call: Any, found: Recognised, litellm: Litellm) -> Pricing:
     """The cost litellm gives a reply: the price of the model the reply names, when priced,
     else of the model asked for."""
-    from pytest_harness._model import price
 
     def cost(usage: Usage) -> float | None:
-        said = price(found.model, usage) if found.model else None
-        return said if said is not None else price(call.model, usage)
+        said = litellm.price(found.model, usage) if found.model else None
+        return said if said is not None else litellm.price(call.model, usage)
 
     return cost

@@ -6,8 +6,8 @@ them in ``config.stash``. When the command line or the ini file sets a harness o
 ``-v`` asks for the session's tables, the plugin calls ``configure`` at start: the settings
 are resolved at once (a wrong value is a usage error before any test runs) and the plugins
 the session asked for are registered. Otherwise the settings are resolved when a test or a
-``scenarios`` marker first needs them (defaults cannot be wrong). ``unconfigure`` stops and
-forgets what the session started.
+``scenarios`` marker first needs them (defaults cannot be wrong). ``unconfigure`` forgets
+the session's ledger and log of cassette files.
 
 A session that asks for none of this does not import this module at start-up (the plugin's
 own module is parsed at every start; this one only when needed).
@@ -65,14 +65,8 @@ def configure(config: pytest.Config, run_id: str, gates: object | None) -> None:
 
 
 def unconfigure(config: pytest.Config, run_id: str | None) -> None:
-    """Stop the embedded model's server, close the sync facade's loops, drop the ledger and
-    the run's log of cassette files: each only if this process imported what starts it."""
-    route = sys.modules.get("pytest_harness._local.route")
-    if route is not None:
-        route.stop_local_server()
-    aio = sys.modules.get("pytest_harness._aio")
-    if aio is not None:
-        aio.close_loops()
+    """Drop the session's spend ledger and the run's log of cassette files (the controller
+    does, the last one out; the log only if this process imported the cassette files)."""
     if getattr(config, "workerinput", None) is not None or run_id is None:
         return  # the controller is the last one out; None: configure never ran
     files = sys.modules.get("pytest_harness._cassettes.files")

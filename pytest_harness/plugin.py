@@ -124,10 +124,17 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop and forget what the harness started (nothing, if no test or marker needed it)."""
+    """Stop the embedded model's server and close the sync facade's loops (an agent called in
+    a test without the fixture starts them too), then forget what the session started."""
     import sys
 
-    harness_config = sys.modules.get("pytest_harness._config")  # imported by what starts any
+    route = sys.modules.get("pytest_harness._local.route")
+    if route is not None:
+        route.stop_local_server()
+    aio = sys.modules.get("pytest_harness._aio")
+    if aio is not None:
+        aio.close_loops()
+    harness_config = sys.modules.get("pytest_harness._config")  # imported by what uses any
     if harness_config is not None:
         harness_config.unconfigure(config, config.stash.get(RUN_ID, None))
 

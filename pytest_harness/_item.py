@@ -32,6 +32,7 @@ from pytest_harness._cassettes.matching import split_host
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_path
+from pytest_harness._config import settings as session_settings
 from pytest_harness._local import route
 from pytest_harness._watch import TrafficWatch
 from pytest_harness.errors import (
@@ -53,10 +54,14 @@ if TYPE_CHECKING:
 REPORTED = ("tribunal", "run", "transcript", "calibration")  # the topics the reports keep
 
 
-def setup(item: pytest.Item, session: Settings, run_id: str) -> Generator[None, None, None]:
+def setup(item: pytest.Item, run_id: str) -> Generator[None, None, None]:
     """The setup phase (a hook wrapper's body): start the test's run, then set up in it."""
+    unavailable = item.get_closest_marker("harness_unavailable")
+    if unavailable is not None:  # one error for this test, not a crash of its module
+        yield  # after the rest of setup ran: pytest's own teardown expects its state
+        pytest.fail(unavailable.args[0], pytrace=False)
     try:
-        run = item.stash[_RUN] = ItemRun.start(item, session, run_id)
+        run = item.stash[_RUN] = ItemRun.start(item, session_settings(item.config), run_id)
         run.open()
     except HarnessError as error:  # a wrong marker, a broken cassette, no embedded model
         problem = describe(error)
@@ -564,107 +569,3 @@ class ItemReports:
         new = slot.metadata[drift.METADATA_KEY][nodeid]
         rows = drift.compare(previous, new, test=nodeid, path=slot.path, shared=slot.shared)
         self.item.user_properties.extend(drift.junit_properties(rows))
-
-
-class Prune:
-    """``--harness-prune``: the cassettes no test of a full run opened, listed or removed.
-
-    Every process of the session (xdist workers too) notes in the run's ``files.RunLog`` the
-    cassettes its tests open (``files.note_used``: a test's cassette, a scenarios marker's
-    team recording), and why the run is not a full one. A skipped test keeps its cassette,
-    and a module skipped as a whole keeps its folder (``<dir>/<module path>/``).
-
-    A full run: the command line names no paths or node ids (the ini's ``testpaths``, or
-    the folder pytest started in); nothing deselected (``-k``, ``-m``, ``--deselect``,
-    ``--lf``); every module collected; not ``--collect-only``; every test ran and none
-    failed (a failing test may stop before it opens its cassette); the session was not
-    interrupted. Anything else is partial: nothing is listed or removed, and the summary
-    says why.
-    """
-
-    def __init__(self, config: pytest.Config, session: Settings, run_id: str) -> None:
-        from pytest_harness._cassettes import files
-
-        self.config = config
-        self.action = session.prune
-        self.cassette_dir = session.cassette_dir
-        self.log = files.RunLog(run_id)
-        self._before = files.track(self.log)
-        self.controller = getattr(config, "workerinput", None) is None
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self.log.partial(f"{report.nodeid or 'a module'} failed to collect")
-        elif report.skipped and report.nodeid.endswith(".py"):
-            folder = self.cassette_dir / Path(report.nodeid).with_suffix("")
-            self.log.used(folder, folder=True)  # its tests' cassettes: kept
-
-    def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self.log.partial("tests were deselected (-k, -m, --deselect, --lf)")
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed:
-            self.log.partial("tests failed (one may fail before it opens its cassette)")
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.controller:
-            return
-        if self.config.args_source == pytest.Config.ArgsSource.ARGS:
-            self.log.partial(
-                "the command line named what to run (run it without paths or node ids: "
-                "the ini's testpaths, or the folder pytest starts in)"
-            )
-        if self.config.option.collectonly:
-            self.log.partial("--collect-only runs no test")
-        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            self.log.partial("no test was collected")
-        elif exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            self.log.partial(f"the session ended early ({pytest.ExitCode(exitstatus).name})")
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.controller:
-            return
-        from pytest_harness._cassettes.slot import SUFFIX
-
-        write = terminalreporter.write_line
-        terminalreporter.section("pytest-harness cassettes no test used")
-        reasons = self.log.reasons()
-        if reasons:
-            write(
-                f"--harness-prune={self.action}: nothing listed or removed, this was not a "
-                f"full run: {'; '.join(reasons)}."
-            )
-            return
-        unused = self.log.unused(self.cassette_dir, SUFFIX)
-        if not unused:
-            write(f"every cassette under {self._shown(self.cassette_dir)} was used.")
-            return
-        done = "removed" if self.action == "remove" else "not used by any test"
-        write(f"{len(unused)} cassette(s) under {self._shown(self.cassette_dir)} {done}:")
-        for path in unused:
-            if self.action == "remove":
-                path.unlink(missing_ok=True)
-                self._drop_empty(path.parent)
-            write(f"  {self._shown(path)}")
-        if self.action == "list":
-            write("Delete them with pytest --harness-prune=remove (a full run, as this one).")
-
-    def _shown(self, path: Path) -> str:
-        root = self.config.rootpath.resolve()
-        resolved = path.resolve()
-        return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(path)
-
-    def _drop_empty(self, folder: Path) -> None:
-        """Remove ``folder`` and its parents up to the cassette folder while they are empty."""
-        top = self.cassette_dir.resolve()
-        while folder.resolve() != top and folder.resolve().is_relative_to(top):
-            try:
-                folder.rmdir()
-            except OSError:
-                return  # not empty
-            folder = folder.parent
-
-    def pytest_unconfigure(self) -> None:
-        from pytest_harness._cassettes import files
-
-        files.track(self._before)

@@ -1,12 +1,13 @@
 """Settings: the command line, the ``harness`` marker and the ini file, resolved once.
 
 Precedence, everywhere: command line, then marker, then ini, then default. The session-wide
-part is resolved here, in ``pytest_configure``, into ``Settings``; the per-test part (the
-``harness`` marker's arguments) is applied by ``apply`` when the test starts.
+part is resolved here (``resolve``, called once per session by ``_config.settings``) into
+``Settings``; the per-test part (the ``harness`` marker's arguments) is applied by ``apply``
+when the test starts.
 
-This module is imported at every pytest start-up, so it is kept cheap: ``Settings`` is a
-``NamedTuple`` (a frozen dataclass costs about 1 ms to create; this is read-only all the
-same) and the errors module is imported only to raise.
+This module is imported when a session first needs its settings (at start-up when it sets a
+harness option), so it is kept cheap: ``Settings`` is a ``NamedTuple`` (a frozen dataclass
+costs about 1 ms to create; this is read-only all the same).
 
 The ``harness`` marker's arguments are checked here too (``arguments``).
 """

@@ -1,8 +1,9 @@
 """pytest hooks of pytest-harness: options, ini keys, markers, the fixture, the session report.
 
 Only pytest glue lives here; behaviour is in the modules these hooks call, imported when a
-test first needs them. At start-up the plugin imports only its hookspecs: a suite that uses
-no harness feature pays almost nothing for it.
+test first needs them (a test's part in ``_item``, the session's in ``_config``). At
+start-up the plugin imports only its hookspecs: a suite that uses no harness feature pays
+almost nothing for it.
 
 This module is parsed at every start: pytest imports a plugin's modules through its
 assertion rewriter, which parses the source into an AST (also when told not to rewrite) unless
@@ -25,9 +26,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_harness._fixture import Harness
-    from pytest_harness._settings import Settings
 
-SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
 RUN_ID: pytest.StashKey[str] = pytest.StashKey()
 
 
@@ -68,38 +67,31 @@ def pytest_configure(config: pytest.Config) -> None:
         import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
     for signature, help in MARKERS.items():
         config.addinivalue_line("markers", f"{signature}: {help}")
-    recording = matrix = False
-    if _sets_harness_options(config):
-        recording = settings(config).record != "none"  # a wrong value is a usage error now
-        matrix = bool(settings(config).models)
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
-    config.stash[RUN_ID] = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
-    if config.option.harness_prune is not None:  # every process notes the cassettes it opens
-        from pytest_harness._item import Prune
+    run_id = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
+    config.stash[RUN_ID] = run_id
+    gates = None if workerinput else DatasetGates()  # the controller sees every case's report
+    if config.option.verbose > 0 or _sets_harness_options(config):  # -v shows the tables
+        from pytest_harness import _config
 
-        prune = Prune(config, settings(config), config.stash[RUN_ID])
-        config.pluginmanager.register(prune, "harness-prune")
-    if workerinput is None:  # the controller sees every case's report: it keeps the gates
-        config.pluginmanager.register(DatasetGates(), "harness-dataset-gates")
-    if matrix:  # every test that uses the harness, once per model
-        from pytest_harness._matrix import Matrix
+        _config.configure(config, run_id, gates)  # settings now: a wrong value is a usage error
+    elif gates is not None:
+        config.pluginmanager.register(gates, "harness-dataset-gates")
 
-        config.pluginmanager.register(Matrix(settings(config).models), "harness-matrix")
-    shown = config.option.harness_report is not None or config.option.verbose > 0
-    if workerinput is None and (shown or recording or matrix):  # the controller reports
-        from pytest_harness._report.session import SessionReport
 
-        path = settings(config).report
-        written = config.invocation_params.dir / path if path else None
-        report = SessionReport(written, tables=shown)  # recording alone: verdict drift only
-        config.pluginmanager.register(report, "harness-report")
+def _sets_harness_options(config: pytest.Config) -> bool:
+    for name, keywords in OPTIONS.items():
+        if getattr(config.option, name[2:].replace("-", "_")) != keywords["default"]:
+            return True
+    return any(config.getini(key) != keywords["default"] for key, keywords in INI_KEYS.items())
 
 
 class DatasetGates:
     """Keeps the result each dataset case's report carries; at the end, the gates decide
-    (``pytest_harness._gate``, imported only when a dataset has a gate)."""
+    (``pytest_harness._gate``, imported only when a dataset has a gate). Every session
+    registers it on its controller, so it lives here rather than in ``_config``."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
@@ -125,32 +117,6 @@ class DatasetGates:
             summary(terminalreporter, self.records)
 
 
-def settings(config: pytest.Config) -> Settings:
-    """The session's settings (command line > ini > default), resolved on first use.
-
-    A session whose command line and ini file set no harness option resolves them when a
-    test first needs them: defaults cannot be wrong, and ``settings`` is not imported at
-    start-up. Otherwise they are resolved in ``pytest_configure``.
-    """
-    resolved = config.stash.get(SETTINGS, None)
-    if resolved is None:
-        from pytest_harness._settings import resolve
-
-        try:
-            resolved = resolve(config.option, config.getini, config.rootpath, config.option.verbose)
-        except ValueError as error:
-            raise pytest.UsageError(str(error)) from None
-        config.stash[SETTINGS] = resolved
-    return resolved
-
-
-def _sets_harness_options(config: pytest.Config) -> bool:
-    for name, keywords in OPTIONS.items():
-        if getattr(config.option, name[2:].replace("-", "_")) != keywords["default"]:
-            return True
-    return any(config.getini(key) != keywords["default"] for key, keywords in INI_KEYS.items())
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand the run id to each worker."""
@@ -158,8 +124,8 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the embedded model's server, close the sync facade's loops, drop the ledger and
-    the run's log of cassette files."""
+    """Stop the embedded model's server and close the sync facade's loops (an agent called in
+    a test without the fixture starts them too), then forget what the session started."""
     import sys
 
     route = sys.modules.get("pytest_harness._local.route")
@@ -168,16 +134,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     aio = sys.modules.get("pytest_harness._aio")
     if aio is not None:
         aio.close_loops()
-    resolved = config.stash.get(SETTINGS, None)
-    controller = getattr(config, "workerinput", None) is None  # the last one out
-    files = sys.modules.get("pytest_harness._cassettes.files")
-    run_id = config.stash.get(RUN_ID, None)  # None: configure stopped on a usage error
-    if controller and files is not None and run_id is not None:
-        files.RunLog(run_id).forget()  # which files the run wrote and opened
-    if controller and resolved is not None and resolved.max_session_cost is not None:
-        from pytest_harness import _watch as spend
-
-        spend.forget(config.stash[RUN_ID])  # the session's spend ledger
+    harness_config = sys.modules.get("pytest_harness._config")  # imported by what uses any
+    if harness_config is not None:
+        harness_config.unconfigure(config, config.stash.get(RUN_ID, None))
 
 
 @pytest.fixture
@@ -224,6 +183,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         parametrize(closest["dataset"], metafunc)
     if "scenarios" in closest:
         from pytest_harness import _scenarios as scenarios
+        from pytest_harness._config import settings
 
         config, marker = metafunc.config, closest["scenarios"]
         scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
@@ -247,12 +207,7 @@ def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] 
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_harness._item import setup
 
-    unavailable = item.get_closest_marker("harness_unavailable")
-    if unavailable is not None:  # one error for this test, not a crash of its module
-        yield  # after the rest of setup ran: pytest's own teardown expects its state
-        pytest.fail(unavailable.args[0], pytrace=False)
-
-    return (yield from setup(item, settings(item.config), item.config.stash[RUN_ID]))
+    return (yield from setup(item, item.config.stash[RUN_ID]))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -10,7 +10,11 @@ recorded through the model seam against a loopback server and replayed through v
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +248,54 @@ def test_the_cassettes_data_is_a_list_of_pairs_made_as_they_are_read(
     assert cassette.play_counts[0] == 1
     assert not cassette.all_played
     assert cassette.responses_of(request) == [response, cassette.data[3][1]]
+
+
+def test_a_replayed_response_is_made_without_its_request_and_is_the_one_its_pair_holds(
+    recorded: tuple[Path, dict[str, Any]],
+) -> None:
+    path, _ = recorded
+    cassette = load(path)
+    request = cassette.data[0][0]  # interactions 0 and 3 ask the same
+    assert cassette.play_response(request) is cassette.data[0][1]
+    played = cassette.play_response(request)  # interaction 3: its pair not made yet
+    assert isinstance(cassette.data._items[3], store._Stored)  # no Request made to play it
+    assert played["status"]["code"] == 200
+    assert cassette.data[3][1] is played  # the pair made later holds the response played
+    assert cassette.play_counts[3] == 1
+
+
+class Dawdling(Counter[int]):
+    """Play counts that let other threads run between reading a count and changing it."""
+
+    def __getitem__(self, index: int) -> int:
+        time.sleep(0.001)
+        return super().__getitem__(index)
+
+
+def test_threads_sending_the_same_request_each_get_their_own_recording(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    recorded = [f"answer {number}" for number in range(8)]
+    replies = iter(recorded)
+    with LoopbackServer(handler=lambda request: Reply(content=next(replies))) as server:
+        slot = CassetteSlot(path=path, mode="all", nodeid="t", run_id="r")
+        with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
+            for _ in recorded:
+                complete("same", model="openai/m", **server.params)
+        slot.close(keep=True)
+    cassette = load(path)
+    cassette.play_counts = Dawdling(cassette.play_counts)
+    request = cassette.data[0][0]
+    together = threading.Barrier(len(recorded))
+
+    def play() -> Any:
+        together.wait()
+        return cassette.play_response(request)
+
+    with ThreadPoolExecutor(len(recorded)) as pool:
+        played = [future.result() for future in [pool.submit(play) for _ in recorded]]
+    said = [json.loads(r["body"]["string"])["choices"][0]["message"]["content"] for r in played]
+    assert sorted(said) == sorted(recorded)  # each recording played once
+    assert cassette.play_counts == dict.fromkeys(range(8), 1)
 
 
 # Damaged stored keys: any value in their place loads (their keys computed) or is a

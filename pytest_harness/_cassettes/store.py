@@ -26,6 +26,7 @@ from typing import Any, overload
 
 import vcr.filters
 from vcr.cassette import Cassette
+from vcr.errors import UnhandledHTTPRequestError
 from vcr.patch import CassettePatcherBuilder
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
@@ -113,12 +114,14 @@ class Persister:
 
 
 class _Stored:
-    """An interaction as the file holds it, not yet made into vcrpy's."""
+    """An interaction as the file holds it, not yet made into vcrpy's pair (its response may
+    be made already: replay plays a response and never reads its recorded request)."""
 
-    __slots__ = ("interaction",)
+    __slots__ = ("interaction", "response")
 
     def __init__(self, interaction: Mapping[str, Any]) -> None:
         self.interaction = interaction
+        self.response: dict[str, Any] | None = None
 
 
 class Interactions(MutableSequence[tuple[Any, Any]]):
@@ -126,21 +129,26 @@ class Interactions(MutableSequence[tuple[Any, Any]]):
     interaction of the file is made the first time it is read.
 
     Making a vcrpy Request and response of each of 1,000 interactions took longer than
-    parsing the file, and a test plays a few of them. A pair is made once, under a lock
-    (threads of the code under test may read the same one): every later read gets the same
-    objects, which the check of a replayed body tells apart by identity (``_check_body``).
+    parsing the file, and a test plays a few of them. Replay needs only the response
+    (``response``): its vcrpy Request, the larger cost, is made when the pair is read. Each
+    is made once, under a lock (threads of the code under test may read the same one): every
+    later read gets the same objects, which the check of a replayed body tells apart by
+    identity (``_check_body``).
 
     Args:
-        make: makes the pair of an interaction of the file.
+        request: makes vcrpy's Request of an interaction of the file.
+        response: makes vcrpy's response of an interaction of the file.
         stored: the file's interactions.
     """
 
     def __init__(
         self,
-        make: Callable[[Mapping[str, Any]], tuple[Any, Any]],
+        request: Callable[[Mapping[str, Any]], Any],
+        response: Callable[[Mapping[str, Any]], dict[str, Any]],
         stored: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        self._make = make
+        self._request = request
+        self._response = response
         self._items: list[tuple[Any, Any] | _Stored] = [_Stored(i) for i in stored]
         self._lock = threading.Lock()
 
@@ -157,8 +165,21 @@ class Interactions(MutableSequence[tuple[Any, Any]]):
         with self._lock:
             item = self._items[index]
             if isinstance(item, _Stored):
-                item = self._items[index] = self._make(item.interaction)
+                stored, made = item.interaction, item.response
+                answer = made if made is not None else self._response(stored)
+                item = self._items[index] = (self._request(stored), answer)
             return item
+
+    def response(self, index: int) -> Any:
+        """The response of interaction ``index`` (the same object its pair holds, made or
+        read later), made without its Request."""
+        with self._lock:
+            item = self._items[index]
+            if not isinstance(item, _Stored):
+                return item[1]
+            if item.response is None:
+                item.response = self._response(item.interaction)
+            return item.response
 
     @overload
     def __setitem__(self, index: int, value: tuple[Any, Any]) -> None: ...
@@ -257,6 +278,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sound: set[int] = set()  # responses whose body was checked (by id)
         self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
+        self._playing = threading.Lock()
         passes = self._passes = matching.host_filter(ignore_hosts)
         super().__init__(
             path,
@@ -269,7 +291,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
                 _decoded(response), redaction
             ),
         )
-        self.data = Interactions(self._pair)
+        self.data = Interactions(self._stored_request, self._stored_response)
 
     def key(self, request: Any) -> matching.RequestKey:
         """The request's match key, redacted or not: the redacted fields are not in it."""
@@ -287,13 +309,16 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         method, uri = str(request.get("method", "")), str(request.get("uri", ""))
         return _request_key(method, uri, body, self._ignore, self._blank)
 
-    def _pair(self, stored: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """An interaction of the file as vcrpy replays it, its request and response filtered
-        as when they were recorded (the filters are idempotent; the response's never drops
-        one, as vcrpy's may)."""
+    # An interaction of the file as vcrpy replays it: its request and response filtered as
+    # when they were recorded (the filters are idempotent; the response's never drops one,
+    # as vcrpy's may).
+    def _stored_request(self, stored: Mapping[str, Any]) -> Any:
+        return self._before_record_request(_request(stored["request"]))
+
+    def _stored_response(self, stored: Mapping[str, Any]) -> dict[str, Any]:
         response = {**_response(stored["response"]), files.LATENCY: files.latency(stored)}
-        request = self._before_record_request(_request(stored["request"]))
-        return request, self._before_record_response(response)
+        filtered: dict[str, Any] = self._before_record_response(response)
+        return filtered
 
     def append(self, request: Any, response: Any) -> None:
         started = self._sent.pop(id(request), None)
@@ -314,11 +339,25 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def play_response(self, request: Any) -> Any:
         if mcp.standing_stream(request.method, request.headers):
             return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
-        response = super().play_response(request)
+        response = self._unplayed(request)
         self._check_body(request, response)
         if self._watcher is not None:
             self._watcher(request, response, True)
         return response
+
+    def _unplayed(self, request: Any) -> Any:
+        """The first response to ``request`` not played yet, counted as played: vcrpy's
+        ``play_response`` without its list of played pairs (read only by its own saving),
+        which would make the recorded Request of every played interaction. Under a lock:
+        threads of the code under test sending the same request each get their own."""
+        with self._playing:
+            for index, response in self._responses(request):
+                if self.play_counts[index] == 0 or self.allow_playback_repeats:
+                    self.play_counts[index] += 1
+                    return response
+        raise UnhandledHTTPRequestError(
+            f"The cassette ({self._path!r}) doesn't contain the request ({request!r}) asked for"
+        )
 
     def _check_body(self, request: Any, response: Mapping[str, Any]) -> None:
         """A response body damaged on disk (cut, or edited): say which one, in which file.
@@ -371,7 +410,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self._passes(request.uri):
             return  # an ignored host: never replayed
         for index in self._index.get(self.digest(request), ()):
-            yield index, self.data[index][1]
+            yield index, self.data.response(index)
 
     def can_play_response_for(self, request: Any) -> bool:
         # vcrpy's own would redact the request first: its match key leaves redacted fields out.
@@ -427,7 +466,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         keys = trusted or [
             matching.digest(self.stored_key(interaction["request"])) for interaction in stored
         ]
-        self.data = Interactions(self._pair, stored)  # each pair made when first read
+        # Each pair made when first read; a replayed response without its request.
+        self.data = Interactions(self._stored_request, self._stored_response, stored)
         self._stored = stored
         for index, key in enumerate(keys):
             self._index.setdefault(key, []).append(index)

@@ -144,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         params, paths = record(Path(tmp))
         url, app = record_app(Path(tmp))
         floor = floor_client(app[10], url)
-        calls = calls_of(panel_judges(), params)
-        panel = lambda: verdict_of(tribunal(panel_judges(), params).call())  # noqa: E731
+        judges = panel_judges()  # defined once, as a suite's judge classes are
+        calls = calls_of(judges, params)
+        panel = lambda: verdict_of(tribunal(judges, params).call())  # noqa: E731
         kinds: dict[str, Callable[[], float]] = {
             "panel": lambda: timed(paths["panel"], panel),
             "bare": lambda: timed(paths["bare"], lambda: gather(calls)),

@@ -241,7 +241,7 @@ class CassetteSlot:
             return None
         from pytest_harness._cassettes import files
 
-        with self._lock:  # threads asking the same question each get their own recording
+        with cassette.playing:  # threads asking the same question each get their own recording
             index = cassette.unplayed(key)
             if index is None:
                 return None

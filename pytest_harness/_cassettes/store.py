@@ -165,9 +165,7 @@ class Interactions(MutableSequence[tuple[Any, Any]]):
         with self._lock:
             item = self._items[index]
             if isinstance(item, _Stored):
-                stored, made = item.interaction, item.response
-                answer = made if made is not None else self._response(stored)
-                item = self._items[index] = (self._request(stored), answer)
+                item = self._items[index] = (self._request(item.interaction), self._made(item))
             return item
 
     def response(self, index: int) -> Any:
@@ -175,11 +173,12 @@ class Interactions(MutableSequence[tuple[Any, Any]]):
         read later), made without its Request."""
         with self._lock:
             item = self._items[index]
-            if not isinstance(item, _Stored):
-                return item[1]
-            if item.response is None:
-                item.response = self._response(item.interaction)
-            return item.response
+            return self._made(item) if isinstance(item, _Stored) else item[1]
+
+    def _made(self, item: _Stored) -> dict[str, Any]:
+        if item.response is None:
+            item.response = self._response(item.interaction)
+        return item.response
 
     @overload
     def __setitem__(self, index: int, value: tuple[Any, Any]) -> None: ...
@@ -248,6 +247,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     Attributes:
         misses: every ``CassetteMiss`` raised, in order (an SDK may have wrapped them).
+        playing: held while a recording is picked and counted as played, by either path
+            (the HTTP match, the seam's key): threads asking the same each get their own.
     """
 
     def __init__(
@@ -278,7 +279,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sound: set[int] = set()  # responses whose body was checked (by id)
         self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
-        self._playing = threading.Lock()
+        self.playing = threading.Lock()
         passes = self._passes = matching.host_filter(ignore_hosts)
         super().__init__(
             path,
@@ -339,18 +340,17 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def play_response(self, request: Any) -> Any:
         if mcp.standing_stream(request.method, request.headers):
             return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
-        response = self._unplayed(request)
+        response = self._play_next(request)
         self._check_body(request, response)
         if self._watcher is not None:
             self._watcher(request, response, True)
         return response
 
-    def _unplayed(self, request: Any) -> Any:
-        """The first response to ``request`` not played yet, counted as played: vcrpy's
-        ``play_response`` without its list of played pairs (read only by its own saving),
-        which would make the recorded Request of every played interaction. Under a lock:
-        threads of the code under test sending the same request each get their own."""
-        with self._playing:
+    def _play_next(self, request: Any) -> Any:
+        """The first response to ``request`` not played yet, counted as played (under
+        ``playing``): vcrpy's ``play_response`` without its list of played pairs (read only
+        by its own saving), which would make the recorded Request of every played one."""
+        with self.playing:
             for index, response in self._responses(request):
                 if self.play_counts[index] == 0 or self.allow_playback_repeats:
                     self.play_counts[index] += 1
@@ -387,7 +387,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def unplayed(self, seam: str) -> int | None:
         """The first interaction not played yet that answers the seam call keyed ``seam``
-        (``matching.seam_key``), by its index; None when none is left."""
+        (``matching.seam_key``), by its index; None when none is left. Call it, and
+        ``play``, holding ``playing``."""
         for index in self._seams.get(seam, ()):
             if self.play_counts[index] == 0:
                 return index

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urljoin
 
+from pytest_harness._compiled_schema import Fits, compile_check
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -189,28 +190,29 @@ class Output:
         name: the agent's name, for the provider's ``response_format``.
         instructions: what the system prompt says when the provider cannot enforce the
             schema itself (None: free text).
-        validator: the checked jsonschema validator of a dict schema (None otherwise).
+        checker: what checks replies against a dict schema, once it is checked (None
+            otherwise).
     """
 
     declared: Any
     schema: dict[str, Any] | None
     name: str
     instructions: str | None
-    validator: Any
+    checker: Checker | None
 
     @classmethod
     def of(cls, declared: Any, name: str) -> Output:
         """Read an agent's ``output`` declaration (``ConfigError`` when it is not one).
 
-        A dict's JSON text is made once per read: it finds the schema's checked validator
+        A dict's JSON text is made once per read: it finds the schema's checker
         (``check_schema`` checks each schema once) and is what the prompt shows. A model
         class's schema is generated once per class (``_model_schema``).
         """
         if isinstance(declared, Mapping):
             schema = dict(declared)
             text = _key(schema, name)
-            validator = _checked(text, schema, name)
-            return cls(declared, schema, name, schema_instructions(text), validator)
+            checker = _checked(text, schema, name)
+            return cls(declared, schema, name, schema_instructions(text), checker)
         if declared is None:
             return cls(None, None, name, None, None)
         text, shown = _model_schema(declared, name)
@@ -245,10 +247,10 @@ class Output:
                 ) from None
             dumped: Any = model.model_dump(mode="json")
             return dumped
-        validator = self.validator
-        if validator is None:  # a class with a schema that does not validate replies itself
-            validator = check_schema(self.schema, self.name)
-        _check(value, validator, raw)
+        checker = self.checker
+        if checker is None:  # a class with a schema that does not validate replies itself
+            checker = check_schema(self.schema, self.name)
+        _check(value, checker, raw)
         return value
 
 
@@ -269,10 +271,8 @@ def _model_schema(model: Any, owner: str) -> tuple[str, str]:
     return known
 
 
-def _check(value: Any, validator: Any, raw: str) -> None:
-    import jsonschema  # only agents with a schema pay for the import
-
-    problem = jsonschema.exceptions.best_match(validator.iter_errors(value))
+def _check(value: Any, checker: Checker, raw: str) -> None:
+    problem = checker.problem(value)
     if problem is not None:
         where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
         raise JudgeOutputError(
@@ -328,13 +328,35 @@ _SCHEMA_MAPS = ("$defs", "definitions")  # name -> schema in every dialect provi
 # Where a keyword's value holds schemas: the value itself, its items, or its values.
 _ITSELF, _ITEMS, _VALUES = "itself", "items", "values"
 _REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
-_VALIDATORS: dict[str, Any] = {}  # a schema's JSON text (_key) -> its checked validator
+_CHECKERS: dict[str, Checker] = {}  # a schema's JSON text (_key) -> its checker
 # json.dumps(schema, sort_keys=True, default=str), without building an encoder per call
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
-def check_schema(schema: dict[str, Any], owner: str) -> Any:
-    """The jsonschema validator of an output schema, once the schema is checked.
+@dataclass(frozen=True, slots=True)
+class Checker:
+    """What checks replies against a checked schema.
+
+    Attributes:
+        validator: jsonschema's validator, which finds and tells what does not fit.
+        fits: the schema's compiled check (``compile_check``), asked first: a reply it
+            accepts needs no other check. None: the schema uses a keyword it does not know.
+    """
+
+    validator: Any
+    fits: Fits | None
+
+    def problem(self, value: Any) -> Any:
+        """jsonschema's best-matching error for ``value``; None when ``value`` fits."""
+        if self.fits is not None and self.fits(value):
+            return None
+        import jsonschema  # only agents with a schema pay for the import
+
+        return jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+
+
+def check_schema(schema: dict[str, Any], owner: str) -> Checker:
+    """The checker of an output schema's replies, once the schema is checked.
 
     Checked once per schema: against the metaschema of its ``$schema`` (default Draft
     2020-12), then for keywords JSON Schema does not know, wherever a keyword is expected.
@@ -345,26 +367,26 @@ def check_schema(schema: dict[str, Any], owner: str) -> Any:
     return _checked(_key(schema, owner), schema, owner)
 
 
-def _checked(key: str, schema: dict[str, Any], owner: str) -> Any:
+def _checked(key: str, schema: dict[str, Any], owner: str) -> Checker:
     """``check_schema`` of ``schema``, whose JSON text (``_key``) is ``key``.
 
-    The validator keeps a copy of the schema: it serves every schema with the same text, so
+    The checker keeps a copy of the schema: it serves every schema with the same text, so
     a later edit of the dict it was made from must not reach it.
     """
-    validator = _VALIDATORS.get(key)
-    if validator is None:
+    checker = _CHECKERS.get(key)
+    if checker is None:
         try:
-            validator = _VALIDATORS[key] = _validator(_own_copy(schema), owner)
+            checker = _CHECKERS[key] = _checker(_own_copy(schema), owner)
         except RecursionError:  # jsonschema's check recurses a few frames per level
             raise ConfigError(
                 f"agent {owner}: its output schema nests too deep to be checked. Declare the "
                 'nested parts once under "$defs" and refer to them with "$ref"'
             ) from None
-    return validator
+    return checker
 
 
-def _validator(schema: dict[str, Any], owner: str) -> Any:
-    """The validator of a schema not checked before, once it is checked."""
+def _checker(schema: dict[str, Any], owner: str) -> Checker:
+    """The checker of a schema not checked before, once it is checked."""
     import jsonschema
 
     dialect = _dialect(schema, owner)
@@ -376,7 +398,7 @@ def _validator(schema: dict[str, Any], owner: str) -> Any:
     unknown = next(_unknown_keywords(schema, known, ()), None)
     if unknown is not None:
         raise _unknown(unknown[1], unknown[0], known, owner)
-    return dialect(schema)
+    return Checker(dialect(schema), compile_check(schema))  # None for another dialect
 
 
 def _own_copy(value: Any) -> Any:

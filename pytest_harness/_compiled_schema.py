@@ -97,7 +97,10 @@ def _all(checks: Sequence[Fits]) -> Fits:
         return checks[0]
 
     def fits(value: Any) -> bool:
-        return all(check(value) for check in checks)
+        for check in checks:  # noqa: SIM110 (all() makes a generator on each call: 2x slower)
+            if not check(value):
+                return False
+        return True
 
     return fits
 
@@ -229,8 +232,9 @@ def _object(schema: Mapping[str, Any]) -> Fits:
     def fits(value: Any) -> bool:
         if not isinstance(value, dict):
             return True
-        if not all(name in value for name in needed):
-            return False
+        for name in needed:
+            if name not in value:
+                return False
         for name, item in value.items():
             check = known.get(name, extra)
             if not check(item):

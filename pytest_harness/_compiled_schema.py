@@ -10,24 +10,25 @@ once, into nested Python checks; for a schema with any other keyword (``$ref``,
 jsonschema alone checks.
 
 The check only answers whether a value fits (Draft 2020-12, as jsonschema answers without a
-format checker). The caller asks jsonschema only when it says no, so a failure's message (the
-place, the reason) is still jsonschema's. ``tests/test_compiled_schema.py`` holds the two to
-the same answer on generated schemas and values.
+format checker). A ``Checker`` asks jsonschema only when it says no, so a failure's message
+(the place, the reason) is still jsonschema's. ``tests/test_compiled_schema.py`` holds the two
+to the same answer on generated schemas and values.
 """
 
 from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Callable, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 Fits: TypeAlias = Callable[[Any], bool]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-# Keywords that never change whether a value fits: annotations, format (asserted only with a
-# format checker, which replies are read without), definitions (used only through $ref,
-# which is not compiled), and provider keywords jsonschema ignores.
+# Keywords that never change whether a value fits: annotations (and the user's own, "x-..."),
+# format (asserted only with a format checker, which replies are read without), definitions
+# (used only through $ref, which is not compiled), and provider keywords jsonschema ignores.
 _IGNORED = frozenset(
     {
         "title",
@@ -50,6 +51,37 @@ _IGNORED = frozenset(
     }
 )
 _OBJECT_KEYWORDS = ("properties", "required", "additionalProperties")
+
+
+@dataclass(frozen=True, slots=True)
+class Checker:
+    """Checks values against one checked schema: the compiled check first, jsonschema's
+    validator for what does not fit.
+
+    Attributes:
+        validator: jsonschema's validator of the schema, which finds and tells what does not
+            fit.
+        fits: the schema's compiled check (``compile_check``); None when it has none.
+    """
+
+    validator: Any
+    fits: Fits | None
+
+    def errors(self, value: Any) -> Iterable[Any]:
+        """jsonschema's ``ValidationError``s for ``value``; none when the compiled check
+        accepts it."""
+        if self.fits is not None and self.fits(value):
+            return ()
+        return self.validator.iter_errors(value)  # type: ignore[no-any-return]
+
+    def problem(self, value: Any) -> Any:
+        """jsonschema's best-matching error for ``value``; None when ``value`` fits."""
+        errors = self.errors(value)
+        if errors == ():  # fits: best_match of nothing would take as long as the check
+            return None
+        import jsonschema  # loaded already (the validator is jsonschema's): a lookup
+
+        return jsonschema.exceptions.best_match(errors)
 
 
 def compile_check(schema: Any) -> Fits | None:
@@ -80,6 +112,8 @@ def _compiled(schema: Any) -> Fits:
     checks: list[Fits] = []
     for keyword, value in schema.items():
         if keyword in _IGNORED or keyword in _OBJECT_KEYWORDS or keyword == "$schema":
+            continue
+        if keyword.startswith("x-"):  # an annotation of the user's own
             continue
         make = _KEYWORDS.get(keyword)
         if make is None:

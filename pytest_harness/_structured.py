@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urljoin
 
-from pytest_harness._compiled_schema import Fits, compile_check
+from pytest_harness._compiled_schema import Checker, compile_check
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -331,28 +331,6 @@ _REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
 _CHECKERS: dict[str, Checker] = {}  # a schema's JSON text (_key) -> its checker
 # json.dumps(schema, sort_keys=True, default=str), without building an encoder per call
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
-
-
-@dataclass(frozen=True, slots=True)
-class Checker:
-    """What checks replies against a checked schema.
-
-    Attributes:
-        validator: jsonschema's validator, which finds and tells what does not fit.
-        fits: the schema's compiled check (``compile_check``), asked first: a reply it
-            accepts needs no other check. None: the schema uses a keyword it does not know.
-    """
-
-    validator: Any
-    fits: Fits | None
-
-    def problem(self, value: Any) -> Any:
-        """jsonschema's best-matching error for ``value``; None when ``value`` fits."""
-        if self.fits is not None and self.fits(value):
-            return None
-        import jsonschema  # only agents with a schema pay for the import
-
-        return jsonschema.exceptions.best_match(self.validator.iter_errors(value))
 
 
 def check_schema(schema: dict[str, Any], owner: str) -> Checker:

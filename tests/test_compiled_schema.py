@@ -69,6 +69,7 @@ LEAF = {
     "nullable": st.booleans(),
     "strict": st.booleans(),
     "default": VALUES,
+    "x-since": st.just("2026-11"),
     "examples": st.lists(VALUES, max_size=2),
 }
 
@@ -178,7 +179,7 @@ VERDICT = {
 
 
 def test_a_verdict_schema_is_compiled_and_a_fitting_reply_passes_it() -> None:
-    checker = check_schema(VERDICT, "Verdict")
+    checker = check_schema({**VERDICT, "x-owner": "support team"}, "Verdict")
     assert checker.fits is not None
     reply = {"pass": True, "reason": "polite", "score": 0.5, "label": "good"}
     assert checker.fits(reply)

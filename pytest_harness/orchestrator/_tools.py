@@ -36,7 +36,7 @@ import jsonschema
 from jsonschema import ValidationError
 
 from pytest_harness._aio import in_daemon_thread
-from pytest_harness._compiled_schema import Fits, compile_check
+from pytest_harness._compiled_schema import Checker, compile_check
 from pytest_harness.errors import ToolArgumentError, quote
 from pytest_harness.orchestrator._schema import (
     convert,
@@ -73,8 +73,7 @@ class Tool:
     timeout: float | None = None
     hints: Mapping[str, Any] = field(default_factory=dict, repr=False)
     is_async: bool = field(init=False)
-    _validator: jsonschema.protocols.Validator = field(init=False, repr=False)
-    _fits: Fits | None = field(init=False, repr=False)  # asked first: fitting needs no more
+    _checker: Checker = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -88,8 +87,8 @@ class Tool:
                 f"got {self.timeout!r}"
             )
         object.__setattr__(self, "is_async", _is_async(self.function))
-        object.__setattr__(self, "_validator", _validator(self.name, self.parameters))
-        object.__setattr__(self, "_fits", compile_check(self.parameters))
+        validator = _validator(self.name, self.parameters)
+        object.__setattr__(self, "_checker", Checker(validator, compile_check(self.parameters)))
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI tool definition: ``{"type": "function", "function": {...}}``."""
@@ -118,8 +117,7 @@ class Tool:
             ToolArgumentError: the text is not JSON, or the JSON does not fit the schema.
         """
         values = self._parse(raw)
-        fits = self._fits is not None and self._fits(values)
-        found = [] if fits else problems(self._validator.iter_errors(values), self.parameters)
+        found = problems(self._checker.errors(values), self.parameters)
         if found:
             raise ToolArgumentError(wrong_arguments(self.name, found))
         return {key: self._convert(key, value) for key, value in values.items()}

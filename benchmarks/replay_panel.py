@@ -7,8 +7,10 @@ then stopped.
 
 1. A panel of 16 judges in replay: ``Tribunal.call()`` beside a bare ``asyncio.gather`` of
    the same 16 model calls (each judge's own messages and parameters, through
-   ``acomplete``) under ``asyncio.run``, each replayed from its own cassette (a fresh
-   ``CassetteSlot`` in mode ``none`` with a test's ``TrafficWatch``, opened untimed).
+   ``acomplete``), each replayed from its own cassette (a fresh ``CassetteSlot`` in mode
+   ``none`` with a test's ``TrafficWatch``, opened untimed). The gather runs on the loop
+   ``call()`` runs on (the sync facade's, ``_aio.run_sync``): under ``asyncio.run`` each
+   round would also pay for a new event loop (0.2-1 ms here), on the bare side only.
    Each round prints the ratio panel / bare; the summary gives the median.
 2. A 3-judge tribunal assertion in replay, whole: ``assert_verdict`` (the panel, the
    verdict, and the report record a test keeps, ``_report.tribunals.record``), in ms; for
@@ -42,6 +44,7 @@ from replay_app import record as record_app
 from tabulate import tabulate
 from tribunal import INPUT, REPLAY_JUDGES, at_once, make_slot, panel_judges, tribunal, verdict_of
 
+from pytest_harness import _aio
 from pytest_harness import _model as model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
@@ -88,7 +91,7 @@ def gather(calls: list[tuple[Any, dict[str, Any]]]) -> None:
     async def all_of() -> list[Any]:
         return await asyncio.gather(*(model.acomplete(m, **k) for m, k in calls))
 
-    if len(asyncio.run(all_of())) != len(calls):
+    if len(_aio.run_sync(all_of())) != len(calls):
         raise RuntimeError("the bare gather lost a call")
 
 

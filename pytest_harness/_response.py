@@ -332,8 +332,9 @@ def _shape_problem(value: Any, shape: Any, where: str) -> str | None:
             return f"{expected}, got {_kind(value)}"
         for key, inner in shape.items():
             child = value.get(key)
-            at = f"{where}.{key}" if where else key
-            problem = None if child is None else _shape_problem(child, inner, at)
+            if child is None:
+                continue
+            problem = _shape_problem(child, inner, f"{where}.{key}" if where else key)
             if problem is not None:
                 return problem
         return None

@@ -78,12 +78,14 @@ def replayed(
             break
     if found is None:
         return None
+    if not found.deltas:
+        return found.response  # its latency was taken as it was read
     for text, thought in found.deltas:
         if text and on_token is not None:
             on_token(text)
         if thought and on_reasoning is not None:
             on_reasoning(thought)
-    return replace(found.response, latency_s=time.perf_counter() - started)
+    return replace(found.response, latency_s=time.perf_counter() - started)  # callbacks count
 
 
 # What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish

@@ -791,6 +791,41 @@ def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
     assert slow[1].index == 0
 
 
+def test_a_cancelled_panel_cancels_its_judges(server: LoopbackServer) -> None:
+    """Cancelling a running panel cancels every judge with it: no judge task outlives it."""
+    warm_up(server)
+    asked: list[str] = []
+    release = threading.Event()
+
+    def handler(body: dict[str, Any]) -> Reply:
+        asked.append(body["messages"][0]["content"].split("\n\n")[0])
+        release.wait(HOLD)  # no judge is answered before the panel is cancelled
+        return Reply(content=says(True))
+
+    server.handler = handler
+    agents = [judge(server, name) for name in ("One", "Two", "Three")]
+
+    async def cancel_midway() -> set[asyncio.Task[Any]]:
+        running = asyncio.ensure_future(Tribunal(input="x", agents=agents).acall())
+
+        async def all_asked() -> None:
+            while len(asked) < 3:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(all_asked(), HOLD)  # every judge is waiting for its reply
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+
+    try:
+        left = asyncio.run(cancel_midway())
+    finally:
+        release.set()
+    assert sorted(asked) == ["One", "Three", "Two"]
+    assert left == set()
+
+
 def test_judges_run_concurrently(server: LoopbackServer) -> None:
     """No judge is answered until all three have asked: they run at once, not in turn."""
     together = threading.Barrier(3, timeout=HOLD)

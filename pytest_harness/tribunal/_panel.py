@@ -473,10 +473,15 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
         tasks.append(asyncio.ensure_future(_judge(plan, judge, index)))
     try:
         _, pending = await asyncio.wait(tasks, timeout=plan.timeout)
-    finally:
+    except BaseException:  # the panel itself was cancelled: so is every judge
         for task in tasks:
-            task.cancel()  # no-op for finished ones; also when the panel itself is cancelled
+            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    for task in pending:  # past the deadline
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
     for task in tasks:
         if task not in pending and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]

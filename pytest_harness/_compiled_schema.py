@@ -70,18 +70,20 @@ class Checker:
     def errors(self, value: Any) -> Iterable[Any]:
         """jsonschema's ``ValidationError``s for ``value``; none when the compiled check
         accepts it."""
-        if self.fits is not None and self.fits(value):
+        if self._accepts(value):
             return ()
         return self.validator.iter_errors(value)  # type: ignore[no-any-return]
 
     def problem(self, value: Any) -> Any:
         """jsonschema's best-matching error for ``value``; None when ``value`` fits."""
-        errors = self.errors(value)
-        if errors == ():  # fits: best_match of nothing would take as long as the check
+        if self._accepts(value):  # best_match of no errors would take as long as the check
             return None
         import jsonschema  # loaded already (the validator is jsonschema's): a lookup
 
-        return jsonschema.exceptions.best_match(errors)
+        return jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+
+    def _accepts(self, value: Any) -> bool:
+        return self.fits is not None and self.fits(value)
 
 
 def compile_check(schema: Any) -> Fits | None:

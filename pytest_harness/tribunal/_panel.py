@@ -471,17 +471,14 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
         await fire(plan, "before_agent", judge, index)
         starts.append(time.perf_counter())
         tasks.append(asyncio.ensure_future(_judge(plan, judge, index)))
+    pending = set(tasks)  # every judge, should the panel itself be cancelled while waiting
     try:
         _, pending = await asyncio.wait(tasks, timeout=plan.timeout)
-    except BaseException:  # the panel itself was cancelled: so is every judge
-        for task in tasks:
+    finally:
+        for task in pending:  # past the deadline (cancelling a finished one does nothing)
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    for task in pending:  # past the deadline
-        task.cancel()
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
     for task in tasks:
         if task not in pending and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]

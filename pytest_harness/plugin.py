@@ -36,18 +36,20 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-# Options, ini keys and markers are data, in plugin.json beside this module: the hooks below
-# register them, and the docs' reference pages (docs/reference/options.md, ini.md,
-# markers.md) are rendered from them at build time (docs/hooks.py), so the two cannot drift
-# apart. JSON, not Python literals: parsing this module at every start (see above) costs about
-# 25 times what json.loads does for the same tables (and pytest has imported json). An option
-# or ini key set to other than its default makes pytest_configure resolve the settings at once.
+# Options, ini keys, markers and litellm's environment are data, in plugin.json beside this
+# module: the hooks below register and apply them, and the docs' reference pages
+# (docs/reference/options.md, ini.md, markers.md) are rendered from them at build time
+# (docs/hooks.py), so the two cannot drift apart. JSON, not Python literals: parsing this
+# module at every start (see above) costs about 25 times what json.loads does for the same
+# tables (and pytest has imported json). An option or ini key set to other than its default
+# makes pytest_configure resolve the settings at once.
 _DATA: dict[str, dict[str, Any]] = json.loads(
     Path(__file__).with_name("plugin.json").read_text(encoding="utf-8")
 )
 OPTIONS: dict[str, dict[str, Any]] = _DATA["options"]  # option: its argparse keywords
 INI_KEYS: dict[str, dict[str, Any]] = _DATA["ini"]  # key: its help, type and default
 MARKERS: dict[str, str] = _DATA["markers"]  # signature (after "@pytest.mark."): its help
+_ENVIRONMENT: dict[str, str] = _DATA["environment"]  # _env.LITELLM_DEFAULTS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,9 +62,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before hypothesis's, which loads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_harness import _env
-
-    _env.apply()  # litellm's environment, for the application's own litellm calls too
+    for name, value in _ENVIRONMENT.items():  # _env.apply(), without importing it at start-up
+        os.environ.setdefault(name, value)  # litellm's, for the application's own calls too
     if getattr(config.option, "hypothesis_profile", None) == "harness":
         import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
     for signature, help in MARKERS.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_harness import plugin
+from pytest_harness import _env, plugin
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -86,6 +86,33 @@ def test_litellm_is_not_imported_by_a_suite_that_uses_no_harness_feature(
     result = pytester.runpytest_subprocess("-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*HEAVY: none"])
+
+
+def test_configure_sets_the_litellm_environment_a_user_has_not_set(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any test (so before the application builds a litellm client), without the seam:
+    every variable of the table the seam applies, except one the user set, which wins."""
+    for name in _env.LITELLM_DEFAULTS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "False")
+    pytester.makepyfile(
+        """
+        import os, sys
+        from pytest_harness._env import LITELLM_DEFAULTS
+
+        SEEN = {name: os.environ.get(name) for name in LITELLM_DEFAULTS}  # at collection
+        SEAM_IMPORTED = "pytest_harness._model" in sys.modules
+
+        def test_environment():
+            assert not SEAM_IMPORTED  # the plugin set them, not the seam
+            expected = {**LITELLM_DEFAULTS, "LITELLM_LOCAL_MODEL_COST_MAP": "False"}
+            assert SEEN == expected
+            assert "DISABLE_AIOHTTP_TRANSPORT" in LITELLM_DEFAULTS
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
 
 
 ALLOW = "[pytest]\nharness_allow_hosts = 127.0.0.1\n"

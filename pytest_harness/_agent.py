@@ -30,7 +30,6 @@ from typing import Any, ClassVar
 
 from pytest_harness import _aio
 from pytest_harness import _model as model
-from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._response import ModelResponse, TokenCallback, Usage
 from pytest_harness._structured import Output, check_output, cut_off
 from pytest_harness.errors import ConfigError, JudgeOutputError
@@ -170,8 +169,7 @@ class Agent:
         """
         if self.structured is not None:
             return self.structured
-        # The embedded model does: its route hands the schema to llama.cpp's grammar.
-        return model_name == LOCAL_MODEL or model.supports_schema(model_name)
+        return model.supports_schema(model_name)
 
     # Calling -----------------------------------------------------------------------------
 

@@ -231,6 +231,7 @@ class ItemRun:
             run.slot.on_response = run.watch.seen
             run.slot.on_tool_run = run.watch.tool_run
             run.slot.gate = run.watch.gate
+            run.slot.pricing = run.watch.pricing
         live = test.record != "none"
         run.scope = scope.Scope(
             degenerate=test.degenerate,

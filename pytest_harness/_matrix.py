@@ -79,7 +79,7 @@ def cell_property(
     ``--harness-models``), calls, tokens, cost, latency (the sum of its model calls', as
     recorded in replay), its samples' pass rate and interval (a sampled test), and the
     application's responses in order."""
-    record = watch.spend.record(test, priced=watch.price)
+    record = watch.spend.record(test)
     data = {
         "test": test,
         "row": row_of(test, model),

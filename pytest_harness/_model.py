@@ -33,7 +33,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, overload
@@ -50,7 +50,7 @@ from pytest_harness._response import (
     read_stream,
 )
 from pytest_harness._scope import NOTE_PREFIX
-from pytest_harness._seam_replay import Litellm, replayed
+from pytest_harness._seam_replay import replayed
 from pytest_harness.errors import (
     DegenerateResponse,
     HarnessWarning,
@@ -197,7 +197,7 @@ def send(
     ``on_token`` and ``on_reasoning`` receive the text and reasoning deltas of a stream.
     """
     with _clearer_errors(call):
-        response = replayed(call, on_token, on_reasoning, _LITELLM) or completion(
+        response = replayed(call, on_token, on_reasoning) or completion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -215,7 +215,7 @@ async def asend(
 ) -> ModelResponse:
     """Async twin of ``send``."""
     with _clearer_errors(call):
-        response = replayed(call, on_token, on_reasoning, _LITELLM) or await acompletion(
+        response = replayed(call, on_token, on_reasoning) or await acompletion(
             call.kwargs, model=call.model, on_token=on_token, on_reasoning=on_reasoning
         )
     response = _received(call, response)
@@ -359,6 +359,7 @@ def _problem_error(
 
 
 _library: Any = None
+_imported: tuple[float, float] | None = None  # when litellm's import ended, how long it took
 # litellm's own "internal call" switch: no success-logging thread or logging-worker task per
 # call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
 # is a third of litellm's per-call overhead in replay. Kept when the user asks for
@@ -370,11 +371,17 @@ _UNPRICED: set[tuple[str | None, str]] = set()  # models litellm has no price fo
 
 def lib() -> Any:
     """litellm, imported on first use and configured for testing."""
-    global _library, _QUIET
+    global _library, _QUIET, _imported
     if _library is None:
         _env.apply()
-        _quiet_imports.install("litellm")
+        # Outside pytest too (a script running an Orchestrator): litellm's warnings, at its
+        # import and its first calls, are not the caller's to fix. Inside a test the plugin
+        # sets the same filters again under pytest's per-test capture.
+        quiet_warnings()
+        started = time.perf_counter()
         import litellm
+
+        _imported = (time.perf_counter(), time.perf_counter() - started)
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
         litellm.telemetry = False
@@ -402,6 +409,18 @@ def load() -> None:
     lib()
 
 
+def import_time(since: float) -> float:
+    """How long importing litellm blocked this process since ``since``
+    (``time.perf_counter()``); 0 when it was imported before, or not at all.
+
+    A replayed tribunal does not import litellm before its deadline (``load``): a judge
+    whose call takes the HTTP path imports it inside, and the panel gives that time back.
+    """
+    if _imported is None or _imported[0] < since:
+        return 0.0
+    return _imported[1]
+
+
 async def settle() -> None:
     """Let litellm's background logging worker finish on the running loop, then stop it.
 
@@ -420,7 +439,12 @@ async def settle() -> None:
 
 
 def supports_schema(model: str) -> bool:
-    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge)."""
+    """Whether ``model`` takes a JSON-schema ``response_format`` (litellm's own knowledge,
+    as the test's recording kept it: ``recalled``)."""
+    return recalled("supports_response_schema", model, _supports_schema) is True
+
+
+def _supports_schema(model: str) -> bool:
     known = _SCHEMA_SUPPORT.get(model)
     if known is None:
         try:
@@ -429,6 +453,22 @@ def supports_schema(model: str) -> bool:
             known = False
         _SCHEMA_SUPPORT[model] = known
     return known
+
+
+def recalled(fact: str, model: str, ask: Callable[[str], Any]) -> Any:
+    """What litellm knows of ``model`` (``fact``: ``supports_response_schema``,
+    ``max_input_tokens``), as the test's recording kept it.
+
+    A call hook that keeps such facts (the test's cassette: ``CassetteSlot.recall``) answers
+    from its recording in replay, so that replay makes the choices the recording made
+    without importing litellm, and keeps litellm's answer (``ask(model)``) when it records.
+    Outside a test, or with no such hook, litellm is asked.
+    """
+    for hook in scope.current().hooks_for(model):
+        recall = getattr(hook, "recall", None)  # optional: a hook without it keeps nothing
+        if recall is not None:
+            return recall(fact, model, ask)
+    return ask(model)
 
 
 def quiet_warnings() -> None:
@@ -658,6 +698,3 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     raise ProviderResponseError(
         f"expected a chat completion from litellm, got {type(obj).__name__}: {obj!r:.200}"
     )
-
-
-_LITELLM = Litellm(price=price, provider=provider_of)  # what the seam's replay asks litellm

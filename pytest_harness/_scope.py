@@ -63,7 +63,10 @@ class CallHook(Protocol):
     ``translate`` may replace an exception the call raised by a clearer one (or return None);
     ``replay`` (optional: a hook without it never answers) may answer the call without
     sending it (a cassette's recorded reply, when ``read`` can read it as the provider's
-    library would), or return None: the call is sent.
+    library would), or return None: the call is sent;
+    ``recall(fact, model, ask)`` (optional, not declared here: a hook without it keeps
+    nothing) answers what litellm knows of a model as the hook's recording kept it, else
+    ``ask(model)`` (``_model.recalled``).
     A hook may leave itself a note in the keyword arguments under a key that starts with
     ``NOTE_PREFIX``: the seam never sends those to the provider.
     """
@@ -76,7 +79,7 @@ class CallHook(Protocol):
 
     def translate(self, error: BaseException) -> BaseException | None: ...
 
-    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Any], Any]) -> Any: ...
+    def replay(self, kwargs: Mapping[str, Any], read: Callable[..., Any]) -> Any: ...
 
 
 NOTE_PREFIX = "_harness_"  # a call hook's note to itself in a call's kwargs, never sent

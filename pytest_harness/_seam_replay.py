@@ -3,17 +3,20 @@
 In replay, ``send`` / ``asend`` first offer a call to the scope's call hooks (``replayed``).
 The test's cassette finds the interaction recorded for what the call asks (its seam key,
 ``matching.seam_key``) and hands its reply, recognised as the traffic check reads it
-(``wire.Recognised``, with the parsed body), to ``read`` here. ``read`` gives the response
-litellm would have given: it reads the reply with the functions litellm's path uses
-(``read_completion`` / ``read_stream``), prices it as litellm prices it, and keeps a stream's
-deltas for ``on_token`` / ``on_reasoning``. It reads only replies litellm passes on as they
-are, so that nothing can differ: an OpenAI chat completion, plain or streamed, from a model
-litellm sends to OpenAI, with known message fields, a finish reason litellm keeps, a usage
-block and no opening think block. For any other it returns None, and the call is sent
-through litellm and the cassette's HTTP match, as recorded (a miss there shows its diff).
+(``wire.Recognised``, with the parsed body), and the price the recording kept
+(``files.Priced``) to ``read`` here. ``read`` gives the response litellm would have given:
+it reads the reply with the functions litellm's path uses (``read_completion`` /
+``read_stream``), with the cost it was recorded with, and keeps a stream's deltas for
+``on_token`` / ``on_reasoning``. It reads only replies litellm passes on as they are, so
+that nothing can differ: an OpenAI chat completion, plain or streamed, from a model litellm
+sends to OpenAI, with known message fields, a finish reason litellm keeps, a usage block
+and no opening think block. For any other it returns None, and the call is sent through
+litellm and the cassette's HTTP match, as recorded (a miss there shows its diff).
 
-It does not import litellm: the seam hands it litellm's pricing and its placing of a bare
-model name (``Litellm``), and a call with an ``openai/`` prefix asks neither.
+It never imports litellm: what it needs of it was kept with the recording. A model named
+with its provider (``openai/...``) says where litellm sends it; a bare name (``gpt-4o-mini``)
+is placed by the provider the recording kept. A recording made before prices were kept
+replays with its cost unknown (None); a bare model name there takes the HTTP path.
 """
 
 from __future__ import annotations
@@ -21,34 +24,20 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness._response import (
     ModelResponse,
-    Pricing,
     TokenCallback,
-    Usage,
     read_completion,
     read_stream,
 )
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.files import Priced
     from pytest_harness._cassettes.wire import Recognised
-
-
-@dataclass(frozen=True, slots=True)
-class Litellm:
-    """What the reader asks litellm, through the seam (``_model``).
-
-    Attributes:
-        price: the USD cost of a usage under a model name, or None when not priced.
-        provider: the provider litellm sends a model name without a prefix to, or None.
-    """
-
-    price: Callable[[str, Usage], float | None]
-    provider: Callable[[str], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +50,13 @@ class Replay:
 
 
 def replayed(
-    call: Any,
-    on_token: TokenCallback | None,
-    on_reasoning: TokenCallback | None,
-    litellm: Litellm,
+    call: Any, on_token: TokenCallback | None, on_reasoning: TokenCallback | None
 ) -> ModelResponse | None:
     """The call answered from its cassette by what it asks (a call hook's ``replay``), its
     stream's deltas passed on as litellm passes them; None: the call is to be sent."""
     started = time.perf_counter()
     found: Replay | None = None
-    reader = functools.partial(read, call, started, litellm)
+    reader = functools.partial(read, call, started)
     for hook in call.hooks:
         replay = getattr(hook, "replay", None)  # optional: a hook without it never answers
         found = replay(call.kwargs, reader) if replay else None
@@ -98,25 +84,27 @@ _AS_SENT_FIELDS = frozenset(
 _THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
 
 
-def read(call: Any, started: float, litellm: Litellm, found: Recognised) -> Replay | None:
+def read(call: Any, started: float, found: Recognised, price: Priced | None) -> Replay | None:
     """A recorded reply as the seam reads it through litellm, read without litellm; None
     when litellm might read it otherwise (then it is sent, and litellm reads it).
 
     Args:
         call: the seam's call (``_model.Request``: its model, keyword arguments, hooks).
         started: ``time.perf_counter()`` when the call started.
-        litellm: its pricing and its placing of model names.
         found: the reply, recognised, with its parsed body (``Recognised.payload``).
+        price: the price the recording kept, or None (recorded before prices were kept).
     """
-    if found.api != "openai.chat" or not _openai_model(call.kwargs, litellm):
+    if found.api != "openai.chat" or not _openai_model(call.kwargs, price):
         return None
+    cost = None if price is None else price.cost
     if not found.streamed:
         data = found.payload
         if not _as_sent(data.get("choices"), "message", data.get("usage")):
             return None
-        cost = _priced(call, found, litellm)
         return Replay(
-            read_completion(data, model=call.model, cost=cost, started=started, checked=True)
+            read_completion(
+                data, model=call.model, cost=lambda _: cost, started=started, checked=True
+            )
         )
     chunks = found.payload
     usage = next((c["usage"] for c in chunks if c.get("usage")), None)
@@ -130,7 +118,7 @@ def read(call: Any, started: float, litellm: Litellm, found: Recognised) -> Repl
         chunks,
         finish_reason=finish,
         model=call.model,
-        cost=_priced(call, found, litellm),
+        cost=lambda _: cost,
         started=started,
         checked=True,  # recognised: every chunk is readable
     )
@@ -162,22 +150,14 @@ def _as_sent(choices: Any, part: str, usage: Any) -> bool:
     return finished
 
 
-def _openai_model(kwargs: Mapping[str, Any], litellm: Litellm) -> bool:
+def _openai_model(kwargs: Mapping[str, Any], price: Priced | None) -> bool:
     """Whether litellm reads this call's reply as OpenAI's (``openai/`` models, OpenAI's own
-    names): other providers' replies, even in OpenAI's format, it may rewrite."""
+    names, as the recording placed them): other providers' replies, even in OpenAI's
+    format, it may rewrite."""
     model, provider = str(kwargs.get("model") or ""), kwargs.get("custom_llm_provider")
     if provider not in (None, "openai"):
         return False
     prefix, slash, _ = model.partition("/")
-    return prefix == "openai" if slash else litellm.provider(model) == "openai"
-
-
-def _priced(call: Any, found: Recognised, litellm: Litellm) -> Pricing:
-    """The cost litellm gives a reply: the price of the model the reply names, when priced,
-    else of the model asked for."""
-
-    def cost(usage: Usage) -> float | None:
-        said = litellm.price(found.model, usage) if found.model else None
-        return said if said is not None else litellm.price(call.model, usage)
-
-    return cost
+    if slash:
+        return prefix == "openai"
+    return price is not None and price.provider == "openai"

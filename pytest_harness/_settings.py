@@ -72,8 +72,6 @@ class Settings(NamedTuple):
             fixture) record and replay all their HTTP traffic; ``all``: every test does.
         max_cost: the most one test may spend on live model calls, or None.
         max_session_cost: the most the session may spend on live model calls, or None.
-        price_calls: whether each test's model calls are priced (litellm's price map):
-            when something shows the cost (a report, ``-v``, JUnit XML) or limits it.
         match_ignore: dotted JSON body fields left out of request matching.
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
@@ -102,7 +100,6 @@ class Settings(NamedTuple):
     capture: CaptureMode = "harness"
     max_cost: float | None = None
     max_session_cost: float | None = None
-    price_calls: bool = False
     match_ignore: tuple[str, ...] = ()
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
@@ -134,7 +131,6 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
     report = _report_path(options.harness_report)
     max_cost = amount("harness_max_cost", ini("harness_max_cost"))
     max_session_cost = amount("harness_max_session_cost", ini("harness_max_session_cost"))
-    shown = report is not None or verbose > 0 or bool(getattr(options, "xmlpath", None))
     return Settings(
         record=record,
         record_from_cli=cli_record is not None,
@@ -153,7 +149,6 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         capture=choice("harness_capture", ini("harness_capture") or "harness", CAPTURE_MODES),
         max_cost=max_cost,
         max_session_cost=max_session_cost,
-        price_calls=shown or max_cost is not None or max_session_cost is not None,
         match_ignore=tuple(ini("harness_match_ignore") or ()),
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),

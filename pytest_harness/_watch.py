@@ -8,10 +8,12 @@ counts every response, the harness's as the seam reports it, and keeps an accoun
 application's first calls (``exchange``: what it sent, what came back) for the report.
 
 ``Spend`` adds up the model responses of one test: the harness's own calls as the seam
-reports them (priced already), the application's as the cassette recognises them in
-the test's HTTP traffic. Calls and tokens are counted at once, money when it is asked for:
-the price map of litellm (imported then, and only then). A model litellm has no price for
-adds tokens but no cost; the cost stays None until some call is priced.
+reports them, the application's as the cassette recognises them in the test's HTTP
+traffic, each with its price. A reply is priced when it is recorded, by litellm's price
+map (``priced``), and its price is kept with its interaction: replay adds up the recorded
+prices and never imports litellm. A model litellm has no price for, and a reply recorded
+before prices were kept, add tokens but no cost; the cost stays None until some call has
+one.
 
 ``Budget`` is the gate the cassette calls before any request goes to a real server. Once the
 recorded spend of the test (``harness_max_cost``) or of the whole session
@@ -49,8 +51,10 @@ from pytest_harness.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.files import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
+    from pytest_harness._cassettes.wire import Recognised
     from pytest_harness._settings import Settings, TestSettings
     from pytest_harness._trajectory import TrafficTrajectory
 
@@ -73,7 +77,6 @@ class Spend:
     cost: float | None = None
     latency_s: float | None = None
     models: dict[str, int] = field(default_factory=dict)
-    _unpriced: list[tuple[str, str | None, Usage]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(
@@ -81,7 +84,6 @@ class Spend:
         model: str,
         usage: Usage,
         *,
-        provider: str | None = None,
         cost: float | None = None,
         latency_s: float | None = None,
     ) -> None:
@@ -90,8 +92,7 @@ class Spend:
         Args:
             model: the model that answered.
             usage: its token counts.
-            provider: litellm's provider name, to price it.
-            cost: its cost when already known (the seam's calls); else it is priced later.
+            cost: its cost, or None when not known (not priced).
             latency_s: its latency (as recorded, in replay), when known.
         """
         with self._lock:
@@ -102,25 +103,9 @@ class Spend:
             self.models[model] = self.models.get(model, 0) + 1
             if cost is not None:
                 self.cost = (self.cost or 0.0) + cost
-            elif provider is not None:
-                self._unpriced.append((model, provider, usage))
 
-    def price(self) -> float | None:
-        """Price the calls not priced yet (litellm's price map); the test's cost so far."""
-        with self._lock:
-            todo, self._unpriced = self._unpriced, []
-        if todo:
-            for name, provider, usage in todo:
-                cost = model.price(name, usage, provider)
-                if cost is not None:
-                    with self._lock:
-                        self.cost = (self.cost or 0.0) + cost
-        return self.cost
-
-    def record(self, test: str, *, priced: bool = True) -> dict[str, Any]:
-        """The JSON-ready account of the test's calls (priced first, unless not ``priced``)."""
-        if priced:
-            self.price()
+    def record(self, test: str) -> dict[str, Any]:
+        """The JSON-ready account of the test's calls."""
         return {
             "test": test,
             "calls": self.calls,
@@ -133,6 +118,14 @@ class Spend:
             "latency_s": None if self.latency_s is None else round(self.latency_s, 3),
             "models": dict(self.models),
         }
+
+
+def priced(found: Recognised) -> Priced:
+    """What a recognised model reply costs by litellm's price map (imported here: only a
+    recording prices, and its interaction keeps the price for replay)."""
+    from pytest_harness._cassettes.files import Priced
+
+    return Priced(model.price(found.model, found.response.usage, found.provider), found.provider)
 
 
 def junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
@@ -165,7 +158,7 @@ class Budget:
         path = uri.partition("?")[0]
         if not (path.endswith(_PAID) or path.endswith(_PAID_METHODS)):
             return
-        spent = self.spend.price() or 0.0
+        spent = self.spend.cost or 0.0
         if self.max_cost is not None and spent >= self.max_cost:
             raise BudgetExceeded(
                 f"pytest-harness refused a live model call: this test has spent "
@@ -188,7 +181,7 @@ class Budget:
         """Add what the test spent since the last call to the session's ledger."""
         if self.ledger is None:
             return
-        spent = self.spend.price() or 0.0
+        spent = self.spend.cost or 0.0
         if spent > self._counted:
             self.ledger.add(spent - self._counted)
             self._counted = spent
@@ -295,7 +288,6 @@ class TrafficWatch:
         test: the test's node id.
         spend: the test's model calls, tokens and cost.
         budget: the live-call budget, or None (replay, or no limit set).
-        price: whether to price the calls when the test ends (something shows the cost).
         scope: the test's scope (its degenerate policy), set once built.
         free: the application talks to the embedded model: its calls cost nothing, whatever
             model name it asks for.
@@ -312,7 +304,6 @@ class TrafficWatch:
     test: str
     spend: Spend = field(default_factory=Spend)
     budget: Budget | None = None
-    price: bool = False
     scope: scope.Scope = field(default_factory=scope.Scope)
     free: bool = False
     problems: list[InvalidResponse] = field(default_factory=list)
@@ -325,7 +316,7 @@ class TrafficWatch:
 
     @classmethod
     def start(cls, session: Settings, test: TestSettings, nodeid: str, run_id: str) -> TrafficWatch:
-        watch = cls(nodeid, price=session.price_calls)
+        watch = cls(nodeid)
         limits = (session.max_cost, session.max_session_cost)
         if test.record != "none" and any(limit is not None for limit in limits):
             ledger = None
@@ -333,6 +324,15 @@ class TrafficWatch:
                 ledger = Ledger(run_id, session.max_session_cost)
             watch.budget = Budget(watch.spend, session.max_cost, ledger)
         return watch
+
+    def pricing(self, found: Recognised) -> Priced:
+        """The price of an application's reply recorded now (``CassetteSlot.pricing``):
+        litellm's, or none for the embedded model's (free, whatever model it names)."""
+        if self.free:
+            from pytest_harness._cassettes.files import Priced
+
+            return Priced(None, found.provider)
+        return priced(found)
 
     def harness_response(self, response: ModelResponse) -> None:
         """Count a response of the harness's own (the seam reported it)."""
@@ -346,15 +346,13 @@ class TrafficWatch:
         The application's responses are counted here and judged under the test's policy,
         the errors kept for the report. The seam's own (``seen.seam``) are only judged: the
         seam applies the policy in force to the defect returned, and counts the response
-        itself (under the model it asked for, priced by litellm).
+        itself (under the model it asked for, with its price).
         """
         found = seen.found
         if seen.seam:
             return model.defect(found.response)
-        provider = None if self.free else found.provider  # no provider: not priced
-        self.spend.add(
-            found.model, found.response.usage, provider=provider, latency_s=seen.latency_s
-        )
+        cost = None if self.free or seen.price is None else seen.price.cost
+        self.spend.add(found.model, found.response.usage, cost=cost, latency_s=seen.latency_s)
         source = "a replayed" if seen.replayed else "a"
         call = f"{source} request of the application ({seen.method} {seen.uri.partition('?')[0]})"
         error = model.problem(seen.found.response, call=call, within=self.scope)
@@ -443,7 +441,7 @@ class TrafficWatch:
             self.budget.settle()
         if not self.spend.calls:
             return []
-        found = junit_properties(self.spend.record(self.test, priced=self.price))
+        found = junit_properties(self.spend.record(self.test))
         if self.exchanges:
             calls = sorted(self.calls, key=lambda call: call["call"])
             found.append(calls_property(self.test, calls, len(self.exchanges)))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
+import os
+import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
@@ -155,3 +157,25 @@ def test_other_packages_imports_are_left_alone(packages: Path) -> None:
         warnings.simplefilter("error")
         with pytest.raises(DeprecationWarning, match="old API"):
             importlib.import_module("user_pkg")
+
+
+SCRIPT = """
+from pytest_harness.orchestrator import Orchestrator
+from pytest_harness.testing import LoopbackServer, Reply
+
+with LoopbackServer() as server:
+    server.queue(Reply(content="hi"))
+    print(Orchestrator(server.model, params=server.params).run("hello").output)
+"""
+
+
+def test_a_plain_script_running_an_orchestrator_shows_none_of_litellms_warnings() -> None:
+    # Outside pytest: no plugin, no per-test filters. -W error makes any warning fatal.
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "hi\n", "")

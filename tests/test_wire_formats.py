@@ -21,7 +21,7 @@ from pytest_harness._cassettes import matching, store
 from pytest_harness._cassettes.wire import recognise, request_api
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
-from pytest_harness._watch import Spend
+from pytest_harness._watch import Spend, priced
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -163,10 +163,12 @@ def test_cache_read_tokens_are_priced_at_litellms_cache_read_price(
         0,
     )
     spend = Spend()
-    spend.add(found.model, usage, provider=provider)
+    price = priced(found)
+    assert price.provider == provider
+    spend.add(found.model, usage, cost=price.cost)
     out = usage.completion_tokens
     expected = litellm_price(key, fresh=50, read=100000, written=0, out=out)
-    assert spend.price() == pytest.approx(expected)
+    assert spend.cost == pytest.approx(expected)
     full = litellm_price(key, fresh=100050, read=0, written=0, out=out)
     assert spend.cost is not None
     assert spend.cost < full * 0.75  # not the full input rate

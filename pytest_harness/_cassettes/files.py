@@ -91,10 +91,11 @@ def merge_and_write(
         original = list(current.get("interactions", [])) if written is None else written.original
         key = functools.partial(_request_key, ignore=ignore, blank=blank)
         if mode == "all":
-            interactions = steady.align(original, interactions, key)
+            gains = (matching.SEAM_FIELD, PRICE)  # kept since: an older file gains them
+            interactions = steady.align(original, interactions, key, gains)
         data = {
             "version": FORMAT_VERSION,
-            "metadata": _merged(known, metadata or {}),
+            "metadata": _sorted(_merged(known, metadata or {})),
             "interactions": [_keyed(interaction, key) for interaction in interactions],
             MATCH_KEYS: _settings(ignore, blank),
             CHECKSUM: "",  # the last field: _sealed fills it in
@@ -142,6 +143,14 @@ def _merged(known: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any
         both = isinstance(before, Mapping) and isinstance(value, Mapping)
         merged[key] = {**before, **value} if both else value  # type: ignore[dict-item]
     return merged
+
+
+def _sorted(value: Any) -> Any:
+    """Metadata in one order, its keys sorted at every depth: a file does not change with
+    the order tests or a run first wrote its entries in."""
+    if isinstance(value, Mapping):
+        return {key: _sorted(value[key]) for key in sorted(value, key=str)}
+    return value
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -317,16 +326,20 @@ def interaction(
 ) -> dict[str, Any]:
     """One recorded exchange as the file stores it: JSON bodies as JSON (``bodies``),
     volatile headers left out and the loopback port pinned (``steady.kept``), the
-    exchange's latency in seconds when it was measured, and the key of what the model seam
-    asked (``matching.seam_key``) when the seam made it."""
+    exchange's latency in seconds when it was measured, its price when it was priced
+    (``PRICE``, kept in the recorded response until now), and the key of what the model
+    seam asked (``matching.seam_key``) when the seam made it."""
     raw = dict(request)
     raw["body"] = _stored(raw["body"])
     body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
-    answer = {name: value for name, value in response.items() if name != LATENCY}
+    answer = {name: value for name, value in response.items() if name not in _KEPT_APART}
     stored = steady.kept({"request": raw, "response": {**answer, "body": shown}})
     if latency_s is not None:
         stored[LATENCY] = round(latency_s, 3)
+    priced = price(response)
+    if priced is not None:
+        stored[PRICE] = priced.stored()
     if seam is not None:
         stored[matching.SEAM_FIELD] = seam
     return stored
@@ -334,6 +347,50 @@ def interaction(
 
 # The interaction field that holds how long the exchange took when it was recorded (seconds).
 LATENCY = "latency_s"
+# The interaction field that holds what its reply cost when it was recorded (``Priced``).
+PRICE = "price"
+# What a recorded response carries until it is written, then the interaction holds apart.
+_KEPT_APART = frozenset({LATENCY, PRICE})
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """A recorded model reply's price, as litellm gave it when the reply was recorded: what
+    replay needs of litellm, kept so that replay never imports it.
+
+    Attributes:
+        cost: the reply's cost in USD, or None: litellm had no price for the model.
+        provider: the provider litellm placed the call with (``openai`` for a model
+            named without a prefix that it sends to OpenAI), or None when not known.
+    """
+
+    cost: float | None
+    provider: str | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """As the file stores it: ``{"cost": ..., "provider": ...}`` (no provider: left out)."""
+        kept: dict[str, Any] = {"cost": self.cost}
+        if self.provider is not None:
+            kept["provider"] = self.provider
+        return kept
+
+
+def price(interaction: Mapping[str, Any]) -> Priced | None:
+    """The price an interaction (or a recorded response) keeps, or None: recorded before
+    prices were kept, not a model reply, or a value of the wrong shape (hand-edited)."""
+    kept = interaction.get(PRICE)
+    if isinstance(kept, Priced):
+        return kept
+    if not isinstance(kept, Mapping):
+        return None
+    cost, provider = kept.get("cost"), kept.get("provider")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float, type(None))):
+        return None
+    if cost is not None and not 0 <= cost < float("inf"):
+        return None
+    return Priced(
+        None if cost is None else float(cost), provider if isinstance(provider, str) else None
+    )
 
 
 def seam(interaction: Mapping[str, Any]) -> str | None:

@@ -27,7 +27,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -49,6 +49,7 @@ from pytest_harness.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_harness._cassettes.files import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.wire import Recognised
     from pytest_harness._response import ModelResponse
@@ -74,6 +75,9 @@ class Seen:
         latency_s: the exchange's latency: as recorded when replayed, as measured when
             recorded now; None when unknown (a cassette recorded before latencies were kept).
         method: the request's HTTP method (``GET`` for a polled background response).
+        price: what the reply cost: as recorded when replayed (None: a recording made
+            before prices were kept), as priced now when recorded (None: not priced, as
+            for the embedded model's replies).
     """
 
     found: Recognised
@@ -83,6 +87,7 @@ class Seen:
     request: bytes | None = None
     latency_s: float | None = None
     method: str = "POST"
+    price: Priced | None = None
 
 
 def cassette_path(
@@ -129,6 +134,17 @@ def _failed_url(error: BaseException) -> str | None:
     return found_url
 
 
+def _provider(kwargs: Mapping[str, Any]) -> str | None:
+    """The provider litellm sends a seam call to: the one the call names, else litellm's
+    placing of its model (litellm is loaded: the call was just sent through it)."""
+    named = kwargs.get("custom_llm_provider")
+    if isinstance(named, str) and named:
+        return named
+    from pytest_harness._model import provider_of
+
+    return provider_of(str(kwargs.get("model") or ""))
+
+
 def _address(url: str) -> str:
     """``host:port`` of a URL (the scheme's port when it names none)."""
     parts = urlsplit(url)
@@ -167,6 +183,9 @@ class CassetteSlot:
         replayed_with: this run's override, when it differs from the recording's.
         matrix: the model of the model matrix's copy this test is (``--harness-models``),
             else None.
+        pricing: prices a model reply of the application's recorded now (litellm's price
+            map), kept with its interaction so that replay needs no litellm; None: not
+            priced (the embedded model's replies cost nothing).
     """
 
     path: Path
@@ -186,6 +205,7 @@ class CassetteSlot:
     model: str | None = None
     replayed_with: str | None = None
     matrix: str | None = None
+    pricing: Callable[[Recognised], Priced] | None = None
     misses: list[CassetteMiss | CassetteError | UnrecordableTraffic] = field(default_factory=list)
     _recorded_metadata: Mapping[str, Any] = field(default_factory=dict)
     _cassette: Any = None
@@ -197,6 +217,8 @@ class CassetteSlot:
     _calls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _judged: dict[int, scope.Judged] = field(default_factory=dict)
     _keys: dict[int, str] = field(default_factory=dict)  # each seam call's key, by number
+    # Each seam call's HTTP reply (the response vcrpy recorded or played), and whether played.
+    _replies: dict[int, tuple[Any, bool]] = field(default_factory=dict)
     _live_uri: str | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -221,16 +243,33 @@ class CassetteSlot:
         return kwargs
 
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
-        return response  # the traffic check reads what the cassette played or recorded
+        """The seam's response to a call whose reply went through the cassette (the HTTP
+        path): a recorded reply keeps the response's price and litellm's provider (replay
+        then needs neither litellm's price map nor its placing of model names); a
+        replayed one is priced as it was recorded."""
+        seen = self._replies.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
+        if seen is None:
+            return response  # none went through it (a route answered, or a replay by key)
+        from pytest_harness._cassettes import files
+
+        reply, replayed = seen
+        if not replayed:
+            reply[files.PRICE] = files.Priced(response.cost, _provider(kwargs))
+            return response
+        recorded = files.price(reply)
+        return response if recorded is None else replace(response, cost=recorded.cost)
 
     def judged(self, kwargs: Mapping[str, Any]) -> scope.Judged | None:
         """What the traffic check found in the reply to this call (None: it saw none)."""
         return self._judged.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
 
-    def replay(self, kwargs: Mapping[str, Any], read: Callable[[Recognised], Any]) -> Any:
+    def replay(
+        self, kwargs: Mapping[str, Any], read: Callable[[Recognised, Priced | None], Any]
+    ) -> Any:
         """The recorded reply to this seam call, found by its key and read by ``read`` (the
-        seam's reader: its result, or None when it cannot read that reply itself); None, and
-        nothing played, when there is none: the call takes the HTTP path.
+        seam's reader, given the reply and its recorded price: its result, or None when it
+        cannot read that reply itself); None, and nothing played, when there is none: the
+        call takes the HTTP path.
 
         The interaction is played as the HTTP path plays it: counted as played, its reply
         shown to the traffic check (``Seen.request`` is None: a seam call's request is not
@@ -246,15 +285,35 @@ class CassetteSlot:
             if index is None:
                 return None
             stored = cassette.stored(index)
-            found = files.recognised(stored)
-            answer = None if found is None else read(found)
+            found, price = files.recognised(stored), files.price(stored)
+            answer = None if found is None else read(found, price)
             if found is None or answer is None:
                 return None
             cassette.play(index)
         uri, method = str(stored["request"]["uri"]), str(stored["request"]["method"]).upper()
-        seen = Seen(found, uri, True, seam=True, latency_s=files.latency(stored), method=method)
+        latency = files.latency(stored)
+        seen = Seen(found, uri, True, seam=True, latency_s=latency, method=method, price=price)
         self._show(seen, call=kwargs.get(_CALL))
         return answer
+
+    def recall(self, fact: str, model: str, ask: Callable[[str], Any]) -> Any:
+        """What litellm knows of ``model`` (``fact``, named as litellm's model info names
+        it), as this cassette keeps it in its metadata (``{fact: {model: value}}``).
+
+        Replay answers from the recording, so that it makes the choices the recording made
+        (a schema sent as ``response_format`` or in the prompt; a context window) without
+        litellm. A recording asks litellm (``ask(model)``) and keeps the answer. A recording
+        made before such facts were kept is asked too: litellm answers, as it did then.
+        """
+        self.open()
+        if self.mode == "none":
+            kept = self._recorded_metadata.get(fact)
+            if isinstance(kept, Mapping) and model in kept:
+                return kept[model]
+            return ask(model)
+        value = ask(model)
+        self.metadata.setdefault(fact, {})[model] = value
+        return value
 
     def translate(self, error: BaseException) -> BaseException | None:
         found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
@@ -330,8 +389,11 @@ class CassetteSlot:
         if self.gate is not None:
             self.gate(request.uri)
 
-    def _watch(self, request: Any, response: Mapping[str, Any], replayed: bool) -> None:
-        if self.on_response is None:
+    def _watch(self, request: Any, response: dict[str, Any], replayed: bool) -> None:
+        call = seam_call(request.headers)
+        if call is not None:  # the seam prices it by its response (``receive``)
+            self._replies[call] = (response, replayed)
+        if self.on_response is None and self.pricing is None:
             return
         from pytest_harness._cassettes.wire import recognise
 
@@ -342,7 +404,11 @@ class CassetteSlot:
         if found is None:
             self._tool_run(request, response, replayed)
             return
-        self._seen(request, response, found, replayed=replayed, call=seam_call(request.headers))
+        if call is None and not replayed and self.pricing is not None:
+            from pytest_harness._cassettes.files import PRICE
+
+            response[PRICE] = self.pricing(found)
+        self._seen(request, response, found, replayed=replayed, call=call)
 
     def _seen(
         self,
@@ -354,16 +420,18 @@ class CassetteSlot:
         call: Any,
     ) -> None:
         """Show a model response to the traffic check; keep what it found for seam ``call``."""
+        from pytest_harness._cassettes import files
+
         body = request.body if isinstance(request.body, bytes) else None
-        latency = response.get("latency_s")  # files.LATENCY: as recorded, or measured now
         seen = Seen(
             found,
             request.uri,
             replayed,
             seam=call is not None,
             request=body,
-            latency_s=latency,
+            latency_s=response.get(files.LATENCY),  # as recorded, or measured now
             method=str(request.method).upper(),
+            price=files.price(response),  # as recorded, or priced now
         )
         self._show(seen, call)
 

@@ -17,7 +17,9 @@ server on a new free port every session. Three things keep a cassette's file sti
 - **Kept** (``align``): when a re-recorded interaction is the same exchange as the one the
   file holds at that place (same request key, the n-th of its key; a response equal but for
   ``VOLATILE_FIELDS`` and volatile headers; the recorded latency ignored), the file keeps its
-  old interaction verbatim, so replay stays byte-exact and the file does not change. Not
+  old interaction verbatim, so replay stays byte-exact and the file does not change (it
+  gains only what the caller says a file recorded before it was kept lacks: a seam call's
+  key, a price). Not
   when a volatile value of the new reply (a tool call id, a response id) reappears in a
   later request of the run: the application sent it on, so the old reply would not replay
   into the requests that follow.
@@ -28,7 +30,7 @@ Pure functions over a cassette's stored interactions (``files.interaction``): no
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
@@ -162,9 +164,19 @@ def _without(headers: Any, *, response: bool) -> Any:
     }
 
 
-def align(old: Sequence[Interaction], new: Sequence[Interaction], key: KeyOf) -> list[Any]:
+def align(
+    old: Sequence[Interaction],
+    new: Sequence[Interaction],
+    key: KeyOf,
+    gains: Collection[str] = (SEAM_FIELD,),
+) -> list[Any]:
     """The interactions a re-recorded file holds: ``new``, each the same exchange as the one
     ``old`` holds at its place kept as ``old`` has it, in ``old``'s order.
+
+    A kept interaction takes the seam call's key the new one has (a file recorded before
+    keys were kept gains them; an equal key changes no byte), and each other field of
+    ``gains`` the new one has and it lacks (what it keeps stays: the same answer, priced
+    when it was first recorded).
 
     The n-th new interaction of a request key takes the place of the n-th old one of that
     key: kept verbatim when the answers are the same (``same_answer``) and no volatile value
@@ -188,17 +200,16 @@ def align(old: Sequence[Interaction], new: Sequence[Interaction], key: KeyOf) ->
         swaps = same_answer(earlier["response"], interaction["response"])
         reused = swaps is not None and not _sent_on(swaps, new[position + 1 :])
         placed.append(
-            (slots[occurrence - 1], _reused(earlier, interaction) if reused else interaction)
+            (slots[occurrence - 1], _reused(earlier, interaction, gains) if reused else interaction)
         )
     return [interaction for _, interaction in sorted(placed, key=lambda p: p[0])] + added
 
 
-def _reused(old: Interaction, new: Interaction) -> dict[str, Any]:
-    """The old interaction, kept, with the seam call's key the new recording has (a file
-    recorded before keys were kept gains them; an equal key changes no byte)."""
-    if SEAM_FIELD not in new:
-        return kept(old)
-    return kept({**old, SEAM_FIELD: new[SEAM_FIELD]})
+def _reused(old: Interaction, new: Interaction, gains: Collection[str]) -> dict[str, Any]:
+    gained = {name: new[name] for name in gains if name in new and name not in old}
+    if SEAM_FIELD in new:
+        gained[SEAM_FIELD] = new[SEAM_FIELD]
+    return kept({**old, **gained})
 
 
 def same_answer(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str] | None:

@@ -218,8 +218,9 @@ def _request_digest(
 
 _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
 
-# watcher(request, response, replayed): an interaction the code under test received.
-Watcher = Callable[[Any, Mapping[str, Any], bool], None]
+# watcher(request, response, replayed): an interaction the code under test received. The
+# response is the one recorded (or played): what the watcher adds to it (its price) is kept.
+Watcher = Callable[[Any, dict[str, Any], bool], None]
 # gate(request): called before a request goes to the real server; raises to refuse it.
 Gate = Callable[[Any], None]
 
@@ -317,7 +318,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         return self._before_record_request(_request(stored["request"]))
 
     def _stored_response(self, stored: Mapping[str, Any]) -> dict[str, Any]:
-        response = {**_response(stored["response"]), files.LATENCY: files.latency(stored)}
+        response = {
+            **_response(stored["response"]),
+            files.LATENCY: files.latency(stored),
+            files.PRICE: files.price(stored),
+        }
         filtered: dict[str, Any] = self._before_record_response(response)
         return filtered
 

@@ -151,6 +151,13 @@ class LocalRoute:
     def replay(self, kwargs: Mapping[str, Any], read: Any) -> None:
         return None  # the cassette replays, behind this route
 
+    def recall(self, fact: str, model: str, ask: Any) -> bool | None:
+        """What the harness knows of the embedded model (``_model.recalled``), without
+        litellm, which knows no model named ``local``: it takes a JSON schema (this route
+        hands it to llama.cpp's grammar); its context window is unknown, as litellm would
+        say (compaction stays off unless given a budget)."""
+        return True if fact == "supports_response_schema" else None
+
     def translate(self, error: BaseException) -> BaseException | None:
         """The server's death behind a failed call, if it died (see ``failure``)."""
         if not self.live:

@@ -292,10 +292,17 @@ def count_tokens(target: str, messages: Sequence[Mapping[str, Any]], tools: Sequ
     return int(found)
 
 
-@functools.lru_cache(maxsize=256)
 def context_window(target: str) -> int | None:
-    """The model's input window (litellm's model info), or None (cached: litellm takes
-    a tenth of a millisecond to say it does not know a model)."""
+    """The model's input window (litellm's model info, as the test's recording kept it:
+    ``seam.recalled``), or None."""
+    window = seam.recalled("max_input_tokens", target, _litellm_window)
+    return window if isinstance(window, int) and not isinstance(window, bool) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _litellm_window(target: str) -> int | None:
+    """litellm's answer (cached: it takes a tenth of a millisecond to say it does not
+    know a model)."""
     try:
         info = seam.lib().get_model_info(target)
     except Exception:  # litellm raises for a model it does not know

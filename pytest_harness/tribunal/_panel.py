@@ -432,7 +432,8 @@ async def run(plan: Plan, outcome: Outcome) -> None:
         raise ConfigError(
             f"{plan.name} has no judges: declare `agents = [...]` on the class or pass agents=[...]"
         )
-    _model.load()  # the import blocks the loop: it must not count against the deadline
+    if not scope.current().replay:  # a replayed judge's call needs no litellm
+        _model.load()  # the import blocks the loop: it must not count against the deadline
     await fire(plan, "before_call")
     _emit(plan, "tribunal", TribunalEvent(kind="started", tribunal=plan.name))
     started = time.perf_counter()
@@ -474,6 +475,9 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
     pending = set(tasks)  # every judge, should the panel itself be cancelled while waiting
     try:
         _, pending = await asyncio.wait(tasks, timeout=plan.timeout)
+        blocked = _model.import_time(since=started)  # a replayed call that took the HTTP path
+        if pending and blocked:
+            _, pending = await asyncio.wait(pending, timeout=blocked)
     finally:
         for task in pending:  # past the deadline (cancelling a finished one does nothing)
             task.cancel()

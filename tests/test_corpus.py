@@ -202,11 +202,26 @@ PROVIDER_RUN = {
 
 
 def sdk_responses(record: dict[str, Any]) -> Reading:
-    """The Responses API has no finish reason: ``completed`` reads as ``tool_calls`` when
-    the app has calls to run, else ``stop``; ``incomplete`` as its reason."""
     from openai.types.responses import Response
 
-    reply = openai_model(Response, json.loads(record["response"]))
+    return responses_reading(openai_model(Response, json.loads(record["response"])))
+
+
+def sdk_responses_stream(record: dict[str, Any]) -> Reading:
+    """The response of the stream's final ``response.completed`` (or ``.incomplete``,
+    ``.failed``) event, the events parsed as ``ResponseStreamEvent``. (The corpus has no
+    Responses stream yet: this reads the first one added.)"""
+    from openai.types.responses import ResponseStreamEvent
+
+    final = ("response.completed", "response.incomplete", "response.failed")
+    events = [e for e in sdk_stream(openai, ResponseStreamEvent, record) if e.type in final]
+    return responses_reading(events[-1].response)
+
+
+def responses_reading(reply: Any) -> Reading:
+    """The Responses API has no finish reason: ``completed`` reads as ``tool_calls`` when
+    the app has calls to run (provider-run items aside), else ``stop``; ``incomplete`` as
+    its reason."""
     app_calls = [i for i in reply.output if i.type.endswith("_call")]
     app_calls = [i for i in app_calls if i.type not in PROVIDER_RUN]
     calls = tuple(
@@ -218,7 +233,7 @@ def sdk_responses(record: dict[str, Any]) -> Reading:
     parts = [p for i in reply.output if i.type == "message" for p in i.content]
     counted = reply.usage
     details = counted.input_tokens_details
-    written = (details.model_extra or {}).get("cache_write_tokens", 0)
+    written = getattr(details, "cache_write_tokens", None) or 0
     if reply.status == "completed":
         finish = "tool_calls" if calls else "stop"
     else:
@@ -339,7 +354,7 @@ def streamed(record: dict[str, Any]) -> bool:
 def sdk_reading(record: dict[str, Any]) -> Reading:
     readers_by_api: dict[str, tuple[Callable[..., Reading], Callable[..., Reading]]] = {
         "openai.chat": (sdk_chat, sdk_chat_stream),
-        "openai.responses": (sdk_responses, sdk_responses),
+        "openai.responses": (sdk_responses, sdk_responses_stream),
         "anthropic.messages": (sdk_anthropic, sdk_anthropic_stream),
         "gemini.generate": (sdk_gemini, sdk_gemini),
     }

@@ -3,12 +3,14 @@
 The only module that imports vcrpy. A cassette file is read into vcrpy's objects here
 (``Persister.load``, vcrpy's persister API).
 
-What vcrpy's patchers change is put back exactly once no cassette is open any more. vcrpy
-patches HTTP libraries with ``mock.patch`` objects, each of which restores on exit what
-it found on entry. Two cassettes open at once in one process and closed out of order (the
-first opened, first closed) would leave the second's stub in place for good, and every later
-request would run through a closed cassette. ``Registry`` notes each patched attribute's
-value before any cassette touched it, and puts them all back when the last one closes.
+HTTP goes to the innermost open cassette of the process (``Routing``). vcrpy patches HTTP
+libraries with ``mock.patch`` objects whose stubs hold their cassette; here they are built
+once per process for a stand-in that forwards to the innermost open cassette, patched in
+when the first cassette opens and put back when the last one closes. Building them per
+cassette cost each test about 5 ms: a subclass of every stub, and an import attempt of each
+HTTP library that is not installed (Python does not remember a failed import). Each patched
+attribute's value from before any cassette touched it is put back, whatever order the
+cassettes close in.
 
 """
 
@@ -44,29 +46,57 @@ def patched_object(patcher: Any) -> Any:
     return getter() if callable(getter) else None
 
 
-class Registry:
-    """The open cassettes of this process and the attributes they patched."""
+class Routing:
+    """Where HTTP goes while cassettes are open: the innermost open one of this process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: list[object] = []
+        self._open: list[HarnessCassette] = []
+        self._patchers: list[Any] | None = None  # vcrpy's, built once, for ``_Innermost``
+        self._entered: contextlib.ExitStack | None = None
         self._pristine: dict[tuple[Any, str], Any] = {}
 
-    def opened(self, cassette: object, patchers: Iterable[Any]) -> None:
-        """Note ``cassette`` as open, and the current value of what its patchers patch."""
-        with self._lock:
-            for patcher in patchers:
-                target, name = patched_object(patcher), getattr(patcher, "attribute", None)
-                if target is not None and isinstance(name, str):
-                    self._pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
-            self._open.append(cassette)
+    def innermost(self) -> HarnessCassette:
+        """The cassette opened last and not closed yet."""
+        try:
+            return self._open[-1]
+        except IndexError:
+            raise RuntimeError("no cassette is open: vcrpy's stubs were left in place") from None
 
-    def closed(self, cassette: object) -> None:
-        """Note ``cassette`` as closed; the last one out restores every patched attribute."""
+    def opened(self, cassette: HarnessCassette) -> None:
+        """Route HTTP to ``cassette`` (patching it through, when it is the first open one)."""
+        with self._lock:
+            self._open.append(cassette)
+            if len(self._open) == 1:
+                self._patch()
+
+    def closed(self, cassette: HarnessCassette) -> None:
+        """Stop routing to ``cassette``; the last one out puts every patched attribute back."""
         with self._lock:
             self._open.remove(cassette)
             if not self._open:
-                self._restore()
+                self._unpatch()
+
+    def _patch(self) -> None:
+        if self._patchers is None:
+            built = CassettePatcherBuilder(_Innermost(self)).build()
+            self._patchers = [patcher for patcher in built if not _in_process(patcher)]
+        for patcher in self._patchers:
+            target, name = patched_object(patcher), getattr(patcher, "attribute", None)
+            if target is not None and isinstance(name, str):
+                self._pristine.setdefault((target, name), target.__dict__.get(name, _ABSENT))
+        with contextlib.ExitStack() as stack:
+            for patcher in self._patchers:
+                stack.enter_context(patcher)
+            self._entered = stack.pop_all()
+
+    def _unpatch(self) -> None:
+        entered, self._entered = self._entered, None
+        try:
+            if entered is not None:
+                entered.close()
+        finally:
+            self._restore()
 
     def _restore(self) -> None:
         for (target, name), value in self._pristine.items():
@@ -76,6 +106,17 @@ class Registry:
             elif target.__dict__.get(name, _ABSENT) is not value:
                 setattr(target, name, value)
         self._pristine.clear()
+
+
+class _Innermost:
+    """The cassette vcrpy's stubs hold: it reads every attribute of the innermost open one
+    (the stubs only read their cassette)."""
+
+    def __init__(self, routing: Routing) -> None:
+        self._routing = routing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._routing.innermost(), name)
 
 
 # ``files.read`` checked the shape of every interaction: what is read here is there, and typed.
@@ -645,23 +686,17 @@ def _indent(text: str) -> str:
 
 @contextlib.contextmanager
 def patched(cassette: HarnessCassette) -> Iterator[HarnessCassette]:
-    """Route HTTP traffic through ``cassette`` until the block ends (vcrpy's patchers).
-
-    ``Registry`` puts every patched attribute back when the last open cassette
-    closes, also when cassettes were closed out of order.
-    """
-    patchers = [p for p in CassettePatcherBuilder(cassette).build() if not _in_process(p)]
-    _REGISTRY.opened(cassette, patchers)
+    """Route HTTP traffic through ``cassette`` until the block ends (``Routing``: the
+    innermost open cassette answers; every patched attribute is put back when the last open
+    cassette closes, also when cassettes were closed out of order)."""
+    _ROUTING.opened(cassette)
     try:
-        with contextlib.ExitStack() as stack:
-            for patcher in patchers:
-                stack.enter_context(patcher)
-            yield cassette
+        yield cassette
     finally:
-        _REGISTRY.closed(cassette)
+        _ROUTING.closed(cassette)
 
 
-_REGISTRY = Registry()
+_ROUTING = Routing()
 # httpx transports that never leave the process (a test's own ASGI or WSGI app, a mock):
 # recording them would replay the app under test instead of running it.
 _IN_PROCESS = frozenset({"ASGITransport", "WSGITransport", "MockTransport"})

@@ -652,16 +652,17 @@ def _unzstd(response: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _zstd_decompressor() -> Callable[[bytes], bytes] | None:
-    """Python 3.14's ``compression.zstd.decompress``, else one made of ``zstandard``, else
-    None (neither is installed)."""
+    """Python 3.14's ``compression.zstd.decompress``, else its backport's (what httpx2's
+    ``zstd`` extra installs: with it, httpx2 asks for zstd replies), else one made of
+    ``zstandard``, else None (none is installed)."""
     import importlib
 
-    try:
-        zstd = importlib.import_module("compression.zstd")  # Python 3.14
-        decompress: Callable[[bytes], bytes] = zstd.decompress
-        return decompress
-    except ImportError:
-        pass
+    for module in ("compression.zstd", "backports.zstd"):
+        try:
+            decompress: Callable[[bytes], bytes] = importlib.import_module(module).decompress
+            return decompress
+        except ImportError:
+            continue
     try:
         zstandard = importlib.import_module("zstandard")
     except ImportError:

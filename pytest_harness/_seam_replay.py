@@ -25,17 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness._response import (
-    ModelResponse,
-    Pricing,
-    TokenCallback,
-    Usage,
-    read_completion,
-    read_stream,
-)
+from pytest_harness._response import ModelResponse, Pricing, TokenCallback, Usage
+from pytest_harness._wire.chat import read_completion, read_stream
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.wire import Recognised
+    from pytest_harness._wire import Recognised
 
 
 @dataclass(frozen=True, slots=True)

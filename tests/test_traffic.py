@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes.wire import (
-    Recognised,
-    events,
-    is_event_stream,
-    recognise,
-    request_messages,
-)
+from pytest_harness._cassettes.wire import request_messages
 from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._wire import Recognised, recognise
+from pytest_harness._wire.sse import events, is_event_stream
 
 pytestmark = pytest.mark.harness(cassette=False)
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from pytest_harness._cassettes.requests import Asked, SentResult, read_request
 from pytest_harness._cassettes.slot import Seen
-from pytest_harness._cassettes.wire import recognise
 from pytest_harness._trajectory import TrafficTrajectory, from_traffic
+from pytest_harness._wire import recognise
 from pytest_harness.orchestrator import Run
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from pytest_harness import _model
 from pytest_harness._cassettes import matching, store
-from pytest_harness._cassettes.wire import recognise, request_api
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
 from pytest_harness._watch import Spend
+from pytest_harness._wire import recognise, request_api
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_harness._cassettes.wire import as_dict, as_dicts, as_str, decode, loads
+from pytest_harness._wire import as_dict, as_dicts, as_str, decode, loads
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,7 +28,6 @@ from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pytest_harness import _wire
-from pytest_harness._cassettes import wire
 
 RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
 
@@ -222,7 +221,8 @@ def digest(key: RequestKey) -> str:
 
 def describe(key: RequestKey) -> str:
     """A few lines naming the request: endpoint, model, the last two messages (``role:
-    text``), the same layout for each API the cassette reads (``_wire.request_api``)."""
+    text``, as the report shows them: ``_wire.read_request``), the same layout for each API
+    the cassette reads (``_wire.request_api``)."""
     method, scheme, host, port, path, query, body = key
     where = f"{host}:{port}" if port else host
     lines = [f"{method} {scheme}://{where}{path}" + (f"?{query}" if query else "")]
@@ -232,8 +232,8 @@ def describe(key: RequestKey) -> str:
     if model:
         lines.append(f"model: {model}")
     if api is not None:
-        sent = wire.request_messages(api, body)
-        lines += [_message_line(m["role"], m["content"]) for m in sent[-2:]]
+        sent = _wire.read_request(api, body).conversation
+        lines += [_message_line(turn.role, turn.shown) for turn in sent[-2:]]
     return "\n".join(lines)
 
 

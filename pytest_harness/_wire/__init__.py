@@ -11,9 +11,10 @@ One module per format reads its requests, replies and streams, with the same thr
 - ``gemini``: Gemini generateContent and streamGenerateContent (``gemini.generate``);
 
 and ``sse`` is the one reader of server-sent events. This module recognises a reply and
-hands it to its format's reader. Recognition, the traffic checks, usage and cost, the
-report, cassette-miss messages, trajectories and the seam's replay all read through here,
-and a recorded reply is read once: ``Recognised`` keeps the response and the parsed body.
+hands it to its format's reader, and a request to its format's (``read_request``).
+Recognition, the traffic checks, usage and cost, the report, cassette-miss messages,
+trajectories and the seam's replay all read through here, and a recorded reply is read
+once: ``Recognised`` keeps the response and the parsed body.
 
 ``recognise`` reads one interaction (request URL and body, response status, headers, body)
 and, when it holds a successful reply of a known API, plain or streamed, returns the API, the
@@ -25,6 +26,13 @@ reply yet: None. Anything else is None: an error status or body, embeddings, a m
 malformed JSON or SSE, a field of the wrong type. It never raises, never prices (``cost``
 None), never times (``latency_s`` 0).
 
+``read_request`` reads the other side: what a request asks (``Asked``), one value for the
+report, a cassette miss and a trajectory, so they agree. Its message count is the number of
+messages (input items, contents) sent, those without text too; the report and a miss show
+such a turn as ``NO_TEXT``. Its system prompt is read one way per format: Chat's system and
+developer messages, Responses' ``instructions`` and system or developer input items,
+Anthropic's ``system``, Gemini's ``systemInstruction``; thought parts are never text.
+
 The package imports the standard library, ``pytest_harness._response`` and
 ``pytest_harness.errors`` only (no vcrpy, litellm or httpx): it runs on every recorded or
 replayed interaction.
@@ -32,22 +40,35 @@ replayed interaction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_harness._response import ModelResponse
 from pytest_harness._wire import anthropic, chat, gemini, responses, sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
-from pytest_harness._wire._values import Events, Found, event_kind
+from pytest_harness._wire._values import (
+    NO_TEXT,
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    event_kind,
+)
 
 __all__ = [
+    "NO_TEXT",
+    "Asked",
     "Recognised",
+    "SentResult",
+    "Turn",
     "as_dict",
     "as_dicts",
     "as_str",
     "decode",
     "loads",
+    "read_request",
     "recognise",
     "recognise_parsed",
     "request_api",
@@ -175,6 +196,24 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
     if any(gemini.is_response(data) for _, data in events):
         return gemini.read_events(events)
     return None
+
+
+def read_request(api: str, body: bytes | str | None) -> Asked:
+    """What a request of ``api`` (``Recognised.api``) asks: its turns, system prompt, tools
+    and tool results, read by its format's module. The one reading of a request that the
+    report, a cassette miss and a trajectory share. Never raises: a body that is not JSON,
+    or of another shape, asks nothing."""
+    data = as_dict(loads(decode(body)))
+    read = _REQUEST_READERS.get(api)
+    return read(data) if read is not None and data else Asked()
+
+
+_REQUEST_READERS: dict[str, Callable[[dict[str, Any]], Asked]] = {
+    "openai.chat": chat.read_request,
+    "openai.responses": responses.read_request,
+    "anthropic.messages": anthropic.read_request,
+    "gemini.generate": gemini.read_request,
+}
 
 
 def request_model(uri: str, data: Mapping[str, Any], api: str | None) -> str:

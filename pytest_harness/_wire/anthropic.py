@@ -12,7 +12,21 @@ from typing import Any
 
 from pytest_harness._response import ModelResponse
 from pytest_harness._wire._json import as_dict, as_dicts, as_int, as_str
-from pytest_harness._wire._values import Events, Found, event_kind, refused, tool_call, usage
+from pytest_harness._wire._values import (
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    call_text,
+    event_kind,
+    joined,
+    names,
+    parts_text,
+    refused,
+    tool_call,
+    usage,
+)
 
 _API = "anthropic.messages"
 
@@ -22,6 +36,53 @@ EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta
 _DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "json"}
 _REFUSED = frozenset({"refusal"})  # the stop_reason of a call the model refused
 _PROMPT = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def read_request(data: dict[str, Any]) -> Asked:
+    """``system``, then ``messages`` (text, tool_use and tool_result blocks; thinking blocks
+    carry no text), and ``tools``."""
+    messages = as_dicts(data.get("messages"))
+    return Asked(
+        instructions=parts_text(data.get("system")),
+        turns=tuple(map(_turn, messages)),
+        tools=names([as_str(t.get("name")) for t in as_dicts(data.get("tools"))]),
+        results=_results(messages),
+    )
+
+
+def _turn(message: dict[str, Any]) -> Turn:
+    """A message; one that sends tool results back is a ``tool`` turn."""
+    role = as_str(message.get("role")) or "?"
+    content = message.get("content")
+    said = [as_str(content)]
+    for block in as_dicts(content):
+        kind = as_str(block.get("type"))
+        if kind == "tool_use":
+            said.append(call_text(block.get("name"), block.get("input")))
+        elif kind == "tool_result":
+            role = "tool"
+            said.append(parts_text(block.get("content")))
+        else:
+            said.append(as_str(block.get("text")))
+    return Turn(role=role, text=joined(said))
+
+
+def _results(messages: list[dict[str, Any]]) -> tuple[SentResult, ...]:
+    """``tool_result`` blocks, named by the ``tool_use`` block of their ``tool_use_id``."""
+    blocks = [b for m in messages for b in as_dicts(m.get("content"))]
+    called = {
+        as_str(b.get("id")): as_str(b.get("name")) for b in blocks if b.get("type") == "tool_use"
+    }
+    return tuple(
+        SentResult(
+            call_id=as_str(b.get("tool_use_id")) or None,
+            name=called.get(as_str(b.get("tool_use_id")), ""),
+            text=parts_text(b.get("content")),
+            error=b.get("is_error") is True,
+        )
+        for b in blocks
+        if b.get("type") == "tool_result"
+    )
 
 
 def read_reply(data: Any) -> Found | None:

@@ -17,11 +17,57 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_harness._response import ModelResponse, Pricing, ToolCall, Usage, split_think
-from pytest_harness._wire._json import as_str
-from pytest_harness._wire._values import Events, Found
+from pytest_harness._wire._json import as_dict, as_dicts, as_str
+from pytest_harness._wire._values import (
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    call_text,
+    joined,
+    names,
+    parts_text,
+)
 from pytest_harness.errors import ProviderResponseError
 
 _API = "openai.chat"
+
+
+def read_request(data: dict[str, Any]) -> Asked:
+    """``messages`` (content text or parts, tool calls, tool results), ``tools`` and the
+    legacy ``functions``; the system prompt is the system and developer messages."""
+    messages = as_dicts(data.get("messages"))
+    tools = [as_str(as_dict(t.get("function")).get("name")) for t in as_dicts(data.get("tools"))]
+    tools += [as_str(f.get("name")) for f in as_dicts(data.get("functions"))]
+    return Asked(turns=tuple(map(_turn, messages)), tools=names(tools), results=_results(messages))
+
+
+def _turn(message: dict[str, Any]) -> Turn:
+    calls = [as_dict(call.get("function")) for call in as_dicts(message.get("tool_calls"))]
+    said = [parts_text(message.get("content"))]
+    said += [call_text(call.get("name"), call.get("arguments")) for call in calls]
+    return Turn(role=as_str(message.get("role")) or "?", text=joined(said))
+
+
+def _results(messages: list[dict[str, Any]]) -> tuple[SentResult, ...]:
+    """``role: tool`` messages, named by the call of their ``tool_call_id`` when they do not
+    say it; the legacy ``role: function`` by name."""
+    called = {
+        as_str(call.get("id")): as_str(as_dict(call.get("function")).get("name"))
+        for message in messages
+        for call in as_dicts(message.get("tool_calls"))
+    }
+    results = []
+    for message in messages:
+        text = parts_text(message.get("content"))
+        if message.get("role") == "tool":
+            call_id = as_str(message.get("tool_call_id")) or None
+            name = as_str(message.get("name")) or called.get(call_id or "", "")
+            results.append(SentResult(call_id=call_id, name=name, text=text))
+        elif message.get("role") == "function":
+            results.append(SentResult(call_id=None, name=as_str(message.get("name")), text=text))
+    return tuple(results)
 
 
 def read_reply(data: Any) -> Found | None:

@@ -13,8 +13,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_harness._response import ModelResponse
-from pytest_harness._wire._json import as_dict, as_dicts, as_int, as_str
-from pytest_harness._wire._values import Events, Found, refused, tool_call, usage
+from pytest_harness._wire._json import as_dict, as_dicts, as_int, as_str, json_text
+from pytest_harness._wire._values import (
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    call_text,
+    joined,
+    names,
+    refused,
+    tool_call,
+    usage,
+)
 
 _API = "gemini.generate"
 
@@ -31,6 +43,66 @@ _BLOCKS = frozenset(
         "IMAGE_RECITATION",
     }
 )
+
+
+def read_request(data: dict[str, Any]) -> Asked:
+    """``systemInstruction``, then ``contents`` (text, functionCall and functionResponse
+    parts; thought parts left out), and the ``functionDeclarations`` of ``tools``; the REST
+    API's snake_case spellings too."""
+    contents = as_dicts(data.get("contents"))
+    system = as_dict(data.get("systemInstruction") or data.get("system_instruction"))
+    declared = [
+        d
+        for t in as_dicts(data.get("tools"))
+        for d in as_dicts(t.get("functionDeclarations") or t.get("function_declarations"))
+    ]
+    return Asked(
+        instructions=_parts(system)[1],
+        turns=tuple(map(_turn, contents)),
+        tools=names([as_str(d.get("name")) for d in declared]),
+        results=_results(contents),
+    )
+
+
+def _turn(content: dict[str, Any]) -> Turn:
+    """A content; one that sends function responses back is a ``tool`` turn."""
+    role, said = _parts(content)
+    return Turn(role=role or as_str(content.get("role")) or "user", text=said)
+
+
+def _parts(content: dict[str, Any]) -> tuple[str, str]:
+    """(``tool`` for a content of function responses, else ""; its text) of its parts."""
+    said, role = [], ""
+    for part in as_dicts(content.get("parts")):
+        call = as_dict(part.get("functionCall") or part.get("function_call"))
+        answer = _answer(part)
+        if call:
+            said.append(call_text(call.get("name"), call.get("args")))
+        elif answer:
+            role = "tool"
+            said.append(json_text(answer.get("response")))
+        elif part.get("thought") is not True:
+            said.append(as_str(part.get("text")))
+    return role, joined(said)
+
+
+def _answer(part: dict[str, Any]) -> dict[str, Any]:
+    return as_dict(part.get("functionResponse") or part.get("function_response"))
+
+
+def _results(contents: list[dict[str, Any]]) -> tuple[SentResult, ...]:
+    """``functionResponse`` parts, by name (and by ``id`` when they have one: Gemini's
+    function calls often have none)."""
+    answers = [_answer(p) for c in contents for p in as_dicts(c.get("parts"))]
+    return tuple(
+        SentResult(
+            call_id=as_str(answer.get("id")) or None,
+            name=as_str(answer.get("name")),
+            text=json_text(answer.get("response")),
+        )
+        for answer in answers
+        if answer
+    )
 
 
 def read_reply(data: Any) -> Found | None:

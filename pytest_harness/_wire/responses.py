@@ -14,7 +14,20 @@ from typing import Any
 
 from pytest_harness._response import ModelResponse, ToolCall
 from pytest_harness._wire._json import as_dict, as_dicts, as_str
-from pytest_harness._wire._values import Events, Found, event_kind, refused, tool_call, usage
+from pytest_harness._wire._values import (
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    call_text,
+    event_kind,
+    names,
+    parts_text,
+    refused,
+    tool_call,
+    usage,
+)
 
 _API = "openai.responses"
 
@@ -25,6 +38,50 @@ _PENDING = {"queued", "in_progress"}
 _FILTERED = frozenset({"content_filter"})  # the reason of a reply its content filter cut
 # An output item's bookkeeping, not what the model asked for (``_call``).
 _CALL_BOOKKEEPING = {"id", "type", "status", "call_id", "name", "output", "outputs", "result"}
+
+
+def read_request(data: dict[str, Any]) -> Asked:
+    """``instructions``, then ``input``: a text (one user turn), or messages and items
+    (function calls and their outputs; any other item a turn named by its type)."""
+    given = data.get("input")
+    items = as_dicts(given)
+    turns = (Turn(role="user", text=given),) if isinstance(given, str) else tuple(map(_turn, items))
+    tools = [as_str(t.get("name")) or as_str(t.get("type")) for t in as_dicts(data.get("tools"))]
+    return Asked(
+        instructions=as_str(data.get("instructions")),
+        turns=turns,
+        tools=names(tools),
+        results=_results(items),
+    )
+
+
+def _turn(item: dict[str, Any]) -> Turn:
+    kind = as_str(item.get("type"))
+    if kind == "function_call":
+        return Turn(role="assistant", text=call_text(item.get("name"), item.get("arguments")))
+    if kind == "function_call_output":
+        return Turn(role="tool", text=parts_text(item.get("output")))
+    if "role" in item:
+        return Turn(role=as_str(item.get("role")) or "?", text=parts_text(item.get("content")))
+    return Turn(role=kind or "?", text="")  # a reasoning item, a hosted tool's call...
+
+
+def _results(items: list[dict[str, Any]]) -> tuple[SentResult, ...]:
+    """``function_call_output`` items, named by the ``function_call`` of their ``call_id``."""
+    called = {
+        as_str(item.get("call_id")): as_str(item.get("name"))
+        for item in items
+        if item.get("type") == "function_call"
+    }
+    return tuple(
+        SentResult(
+            call_id=as_str(item.get("call_id")) or None,
+            name=called.get(as_str(item.get("call_id")), ""),
+            text=parts_text(item.get("output")),
+        )
+        for item in items
+        if item.get("type") == "function_call_output"
+    )
 
 
 def read_reply(data: Any) -> Found | None:

@@ -84,10 +84,13 @@ class Recognised:
         api: ``openai.chat``, ``openai.responses``, ``anthropic.messages`` or ``gemini.generate``.
         provider: ``openai``, ``anthropic`` or ``gemini``.
         model: named by the response body, else the request body, else (Gemini) the URL; or "".
-        response: the reply, with that model (``cost`` None, ``latency_s`` 0).
+        response: the reply, with that model (``cost`` None, ``latency_s`` 0). A chat reply
+            is read as litellm's path reads it (its content "" when it sent ""); the other
+            formats give None for no text.
         streamed: whether it came as a stream (SSE, or Gemini's JSON array).
         payload: the body as read: its JSON value, or a stream's events' JSON data in
-            order. An ``openai.chat`` payload is readable: ``chat.completion_problem``
+            order (the seam's replay passes a stream's deltas on from it). An
+            ``openai.chat`` payload is readable: ``chat.completion_problem``
             (``chat.chunk_problem`` for each chunk) found nothing in it.
     """
 
@@ -97,6 +100,12 @@ class Recognised:
     response: ModelResponse
     streamed: bool
     payload: Any = None
+
+    @property
+    def as_sent(self) -> bool:
+        """Whether litellm passes this reply on as it is (``chat.as_sent``, asked when
+        wanted): the seam's replay answers a call with ``response`` itself."""
+        return self.api == "openai.chat" and chat.as_sent(self.payload, streamed=self.streamed)
 
 
 def recognise(
@@ -149,13 +158,10 @@ def recognise_parsed(
         return None
     api, response, model = found
     model = model or request_model(uri, _as_request(request_body), api)
+    # A chat reply keeps its content as sent ("" included), as litellm's path reads it: the
+    # seam's replay answers with this very response.
     response = replace(
-        response,
-        content=response.content or None,
-        reasoning=response.reasoning or None,
-        finish_reason=response.finish_reason or None,
-        model=model,
-        latency_s=0.0,
+        response, finish_reason=response.finish_reason or None, model=model, latency_s=0.0
     )
     return Recognised(api, api.partition(".")[0], model, response, streamed, data)
 

@@ -123,8 +123,8 @@ def _message(data: dict[str, Any], *, stopped: bool) -> Found | None:
     stop = as_str(data.get("stop_reason")) or None
     counted = as_dict(data.get("usage"))
     response = ModelResponse(
-        content="".join(as_str(b.get("text")) for b in blocks if b.get("type") == "text"),
-        reasoning="\n\n".join(text for text in thinking if text),
+        content="".join(as_str(b.get("text")) for b in blocks if b.get("type") == "text") or None,
+        reasoning="\n\n".join(text for text in thinking if text) or None,
         tool_calls=tuple(
             tool_call(n, c.get("id"), c.get("name"), c["json"] if "json" in c else c.get("input"))
             for n, c in enumerate(calls)

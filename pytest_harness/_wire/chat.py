@@ -7,11 +7,16 @@ same readers build the seam's ``ModelResponse`` from litellm's output (``read_co
 type of every field it reads (``completion_problem``, ``chunk_problem``): a completion or
 chunk of the wrong shape is a ``ProviderResponseError`` that names the field, never a Python
 error. Recognition reads a recorded body only once those checks found nothing.
+
+``as_sent`` says whether litellm passes a recognised reply on as it is: the seam's replay
+then answers with the response recognition read (``Recognised.as_sent``), not through
+litellm.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -110,6 +115,53 @@ def _messages_sent(choices: list[dict[str, Any]]) -> bool:
         )
         for message in messages
     )
+
+
+# What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish
+# reasons (it maps others), these message fields (a provider's own ``reasoning`` it may map),
+# a content that opens with no think block (it moves one into ``reasoning_content``).
+_AS_SENT_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter"})
+_AS_SENT_FIELDS = frozenset(
+    {"role", "content", "tool_calls", "refusal", "reasoning_content", "annotations"}
+)
+_THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
+
+
+def as_sent(payload: Any, *, streamed: bool) -> bool:
+    """Whether litellm passes a recognised chat reply on as it is, so that the response
+    recognition read is the one litellm would give (but for model, cost and latency).
+
+    Args:
+        payload: ``Recognised.payload`` of an ``openai.chat`` reply: the completion, or the
+            stream's chunks.
+        streamed: it is a stream's chunks.
+    """
+    if not streamed:
+        data = payload if isinstance(payload, Mapping) else {}
+        return _passed_on(data.get("choices"), "message", data.get("usage"))
+    chunks = [chunk for chunk in payload if isinstance(chunk, Mapping)]
+    usage = next((chunk["usage"] for chunk in chunks if chunk.get("usage")), None)
+    choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
+    return _passed_on(choices, "delta", usage)
+
+
+def _passed_on(choices: Any, part: str, usage: Any) -> bool:
+    """Whether litellm passes these choices on as they are: known fields, a finish reason
+    it keeps, no think block, and the usage counted (litellm counts a missing one itself)."""
+    if not isinstance(choices, list) or not choices or not isinstance(usage, Mapping):
+        return False
+    finished = False
+    for choice in choices:
+        message = choice.get(part) if isinstance(choice, Mapping) else None
+        if not isinstance(message, Mapping) or not _AS_SENT_FIELDS.issuperset(message):
+            return False
+        if isinstance(message.get("content"), str) and _THINK.match(message["content"]):
+            return False
+        reason = choice.get("finish_reason")
+        if reason is not None and reason not in _AS_SENT_FINISH:
+            return False
+        finished = finished or reason is not None
+    return finished
 
 
 def read_completion(

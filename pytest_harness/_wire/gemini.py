@@ -144,8 +144,8 @@ def _responses(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
     completion = sum(as_int(counted.get(k)) for k in ("candidatesTokenCount", "thoughtsTokenCount"))
     blocked = next((r for c in chunks if (r := _block(c))), None)
     response = ModelResponse(
-        content="".join(p["text"] for p in text if p.get("thought") is not True),
-        reasoning="".join(p["text"] for p in text if p.get("thought") is True),
+        content="".join(p["text"] for p in text if p.get("thought") is not True) or None,
+        reasoning="".join(p["text"] for p in text if p.get("thought") is True) or None,
         tool_calls=tuple(
             tool_call(n, c.get("id"), c.get("name"), c.get("args")) for n, c in enumerate(calls)
         ),

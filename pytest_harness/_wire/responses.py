@@ -98,9 +98,10 @@ def read_reply(data: Any) -> Found | None:
     finish, interrupted = _finish(data, bool(calls))
     counted = as_dict(data.get("usage"))
     cached = as_dict(counted.get("input_tokens_details")).get("cached_tokens")
+    said = "".join(as_str(p.get("text")) for p in parts if p.get("type") == "output_text")
     response = ModelResponse(
-        content="".join(as_str(p.get("text")) for p in parts if p.get("type") == "output_text"),
-        reasoning="\n\n".join(text for text in reasoning if text),
+        content=said or None,
+        reasoning="\n\n".join(text for text in reasoning if text) or None,
         tool_calls=tuple(_call(n, c) for n, c in enumerate(calls)),
         finish_reason=finish,
         interrupted=interrupted,
@@ -129,7 +130,7 @@ def read_events(events: Events) -> Found | None:
     api, response, model = found
     content = "".join(as_str(d.get("delta")) for k, d in kinds if k == "response.output_text.delta")
     reasoning = "".join(as_str(d.get("delta")) for k, d in kinds if k in _REASONING_DELTAS)
-    return api, replace(response, content=content, reasoning=reasoning), model
+    return api, replace(response, content=content or None, reasoning=reasoning or None), model
 
 
 def _refusal(parts: list[dict[str, Any]], finish: str | None) -> str | None:

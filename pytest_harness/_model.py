@@ -46,11 +46,10 @@ from pytest_harness._response import (
     ResponseValidator,
     TokenCallback,
     Usage,
-    read_completion,
-    read_stream,
 )
 from pytest_harness._scope import NOTE_PREFIX
 from pytest_harness._seam_replay import replayed
+from pytest_harness._wire.chat import read_completion, read_stream
 from pytest_harness.errors import (
     DegenerateResponse,
     HarnessWarning,

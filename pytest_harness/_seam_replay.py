@@ -3,15 +3,16 @@
 In replay, ``send`` / ``asend`` first offer a call to the scope's call hooks (``replayed``).
 The test's cassette finds the interaction recorded for what the call asks (its seam key,
 ``matching.seam_key``) and hands its reply, recognised as the traffic check reads it
-(``wire.Recognised``, with the parsed body), and the price the recording kept
+(``_wire.Recognised``: the response, with the parsed body) and the price the recording kept
 (``files.Priced``) to ``read`` here. ``read`` gives the response litellm would have given:
-it reads the reply with the functions litellm's path uses (``read_completion`` /
-``read_stream``), with the cost it was recorded with, and keeps a stream's deltas for
-``on_token`` / ``on_reasoning``. It reads only replies litellm passes on as they are, so
-that nothing can differ: an OpenAI chat completion, plain or streamed, from a model litellm
-sends to OpenAI, with known message fields, a finish reason litellm keeps, a usage block
-and no opening think block. For any other it returns None, and the call is sent through
-litellm and the cassette's HTTP match, as recorded (a miss there shows its diff).
+the one recognition read (with ``_wire.chat``'s readers, the functions litellm's path uses),
+not read again, with the call's model, the cost it was recorded with and the call's
+latency, and a stream's deltas for ``on_token`` / ``on_reasoning``. It takes only replies
+litellm passes on as they are (``Recognised.as_sent``), so that nothing can differ: an
+OpenAI chat completion, plain or streamed, from a model litellm sends to OpenAI, with known
+message fields, a finish reason litellm keeps, a usage block and no opening think block.
+For any other it returns None, and the call is sent through litellm and the cassette's
+HTTP match, as recorded (a miss there shows its diff).
 
 It never imports litellm: what it needs of it was kept with the recording. A model named
 with its provider (``openai/...``) says where litellm sends it; a bare name (``gpt-4o-mini``)
@@ -22,22 +23,16 @@ replays with its cost unknown (None); a bare model name there takes the HTTP pat
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness._response import (
-    ModelResponse,
-    TokenCallback,
-    read_completion,
-    read_stream,
-)
+from pytest_harness._response import ModelResponse, TokenCallback
 
 if TYPE_CHECKING:
     from pytest_harness._cassettes.files import Priced
-    from pytest_harness._cassettes.wire import Recognised
+    from pytest_harness._wire import Recognised
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +69,6 @@ def replayed(
     return replace(found.response, latency_s=time.perf_counter() - started)  # callbacks count
 
 
-# What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish
-# reasons (it maps others), these message fields (a provider's own ``reasoning`` it may map),
-# a content that opens with no think block (it moves one into ``reasoning_content``).
-_AS_SENT_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter"})
-_AS_SENT_FIELDS = frozenset(
-    {"role", "content", "tool_calls", "refusal", "reasoning_content", "annotations"}
-)
-_THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
-
-
 def read(call: Any, started: float, found: Recognised, price: Priced | None) -> Replay | None:
     """A recorded reply as the seam reads it through litellm, read without litellm; None
     when litellm might read it otherwise (then it is sent, and litellm reads it).
@@ -91,63 +76,27 @@ def read(call: Any, started: float, found: Recognised, price: Priced | None) -> 
     Args:
         call: the seam's call (``_model.Request``: its model, keyword arguments, hooks).
         started: ``time.perf_counter()`` when the call started.
-        found: the reply, recognised, with its parsed body (``Recognised.payload``).
+        found: the reply, recognised (``Recognised.response``; a stream's chunks in
+            ``Recognised.payload``).
         price: the price the recording kept, or None (recorded before prices were kept).
     """
-    if found.api != "openai.chat" or not _openai_model(call.kwargs, price):
+    if not found.as_sent or not _openai_model(call.kwargs, price):
         return None
-    cost = None if price is None else price.cost
-    if not found.streamed:
-        data = found.payload
-        if not _as_sent(data.get("choices"), "message", data.get("usage")):
-            return None
-        return Replay(
-            read_completion(
-                data, model=call.model, cost=lambda _: cost, started=started, checked=True
-            )
-        )
-    chunks = found.payload
-    usage = next((c["usage"] for c in chunks if c.get("usage")), None)
-    choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
-    if not _as_sent(choices, "delta", usage):
-        return None
-    finish = next(
-        (c.get("finish_reason") for c in reversed(choices) if c.get("finish_reason")), None
-    )
-    response = read_stream(
-        chunks,
-        finish_reason=finish,
+    response = replace(
+        found.response,
         model=call.model,
-        cost=lambda _: cost,
-        started=started,
-        checked=True,  # recognised: every chunk is readable
+        cost=None if price is None else price.cost,
+        latency_s=time.perf_counter() - started,
     )
+    if not found.streamed:
+        return Replay(response)
     deltas = tuple(
         (str(c["delta"].get("content") or ""), str(c["delta"].get("reasoning_content") or ""))
-        for chunk in chunks
+        for chunk in found.payload
         for c in (chunk.get("choices") or [])[:1]
         if isinstance(c.get("delta"), Mapping)
     )
     return Replay(response, deltas)
-
-
-def _as_sent(choices: Any, part: str, usage: Any) -> bool:
-    """Whether litellm passes these choices on as they are: known fields, a finish reason
-    it keeps, no think block, and the usage counted (litellm counts a missing one itself)."""
-    if not isinstance(choices, list) or not choices or not isinstance(usage, Mapping):
-        return False
-    finished = False
-    for choice in choices:
-        message = choice.get(part) if isinstance(choice, Mapping) else None
-        if not isinstance(message, Mapping) or not _AS_SENT_FIELDS.issuperset(message):
-            return False
-        if isinstance(message.get("content"), str) and _THINK.match(message["content"]):
-            return False
-        reason = choice.get("finish_reason")
-        if reason is not None and reason not in _AS_SENT_FINISH:
-            return False
-        finished = finished or reason is not None
-    return finished
 
 
 def _openai_model(kwargs: Mapping[str, Any], price: Priced | None) -> bool:

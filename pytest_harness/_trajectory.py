@@ -14,11 +14,11 @@ Two sources satisfy it:
 ``tools_called`` and ``table``: each failing assertion prints the trajectory as one table
 (request, tool, arguments, result or error, time).
 
-A traffic trajectory reads each exchange's answer (``wire.recognise``: text, tool calls) and
-each request (``_cassettes.requests``: tools offered, system prompt, messages, tool results
-sent back). A result is matched to its call by call id; without an id (Gemini), by the tool's
-name and order: the k-th result for a key in a request answers the k-th call with that key
-asked before it.
+A traffic trajectory reads each exchange's answer (``_wire.recognise``: text, tool calls)
+and each request (``_wire.read_request``: tools offered, system prompt, messages, tool
+results sent back; the report and a cassette miss read the same). A result is matched to
+its call by call id; without an id (Gemini), by the tool's name and order: the k-th result
+for a key in a request answers the k-th call with that key asked before it.
 
 Tool calls the application made on an MCP server over HTTP (``_cassettes.mcp.ToolRun``) are
 executions: each is matched to the earliest call the model asked for before it with the same
@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
-from pytest_harness._cassettes.requests import SentResult, read_request
+from pytest_harness._wire import SentResult, read_request
 
 if TYPE_CHECKING:
     from pytest_harness._cassettes.mcp import ToolRun

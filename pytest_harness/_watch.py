@@ -54,9 +54,9 @@ if TYPE_CHECKING:
     from pytest_harness._cassettes.files import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
-    from pytest_harness._cassettes.wire import Recognised
     from pytest_harness._settings import Settings, TestSettings
     from pytest_harness._trajectory import TrafficTrajectory
+    from pytest_harness._wire import Recognised
 
 USAGE_PROPERTY = "harness_usage"
 CALLS_PROPERTY = "harness_app_calls"
@@ -228,13 +228,14 @@ def forget(run_id: str) -> None:
 def exchange(seen: Seen, number: int, problem: str | None) -> dict[str, Any]:
     """The JSON-ready account of one model call of the application's: where it went, the
     messages it sent, what came back, its tokens and latency (``latency_recorded`` when the
-    latency is the recording's, in replay), and its defect, if any (texts clipped)."""
-    from pytest_harness._cassettes.wire import request_messages
+    latency is the recording's, in replay), and its defect, if any (texts clipped). A
+    message that sent no text shows as ``_wire.NO_TEXT``."""
     from pytest_harness._report.text import cut
+    from pytest_harness._wire import read_request
 
     found, response = seen.found, seen.found.response
-    sent = request_messages(found.api, seen.request)
-    messages = [{**m, "content": cut(m["content"])} for m in sent]
+    sent = read_request(found.api, seen.request).conversation
+    messages = [{"role": turn.role, "content": cut(turn.shown)} for turn in sent]
     latency = None if seen.latency_s is None else round(seen.latency_s, 3)
     return {
         "call": number,

@@ -41,14 +41,13 @@ CORPUS = Path(__file__).parent / "corpus"
 
 
 def readers() -> Any:
-    """Our readers, imported in this one place: they are moving to ``pytest_harness._wire``."""
-    from pytest_harness._cassettes import requests, wire
+    """Our readers (``pytest_harness._wire``), imported in this one place."""
+    from pytest_harness import _wire
     from pytest_harness._response import ResponseValidator
 
     class Readers:
-        recognise = staticmethod(wire.recognise)
-        request_messages = staticmethod(wire.request_messages)
-        read_request = staticmethod(requests.read_request)
+        recognise = staticmethod(_wire.recognise)
+        read_request = staticmethod(_wire.read_request)
         validator = ResponseValidator()
 
     return Readers
@@ -442,25 +441,17 @@ def reply_disagreements(record: dict[str, Any]) -> list[str]:
 
 
 def request_disagreements(record: dict[str, Any]) -> list[str]:
-    """The two request readers against each other, and each result sent against the calls
-    of the reply before it in the same recording (by id, or by name where ids are absent)."""
+    """Our request reader against the body itself (one turn per message, input item or
+    content it sends), and each result sent against the calls of the reply before it in the
+    same recording (by id, or by name where ids are absent)."""
     case, api, body = record["case"], record["api"], request_text(record)
     if body is None:
         return []
-    turns = readers().request_messages(api, body)
     asked = readers().read_request(api, body)
     lines = []
-    said = [t for t in turns if t["role"] != "system"]
-    if len(said) != asked.messages:
-        lines.append(
-            f"{case}: request messages request_messages={len(said)} read_request={asked.messages}"
-        )
-    system = "\n".join(t["content"] for t in turns if t["role"] == "system")
-    if system != asked.system:
-        lines.append(
-            f"{case}: request system request_messages={shown(system)} "
-            f"read_request={shown(asked.system)}"
-        )
+    sent = sent_messages(api, json.loads(body))
+    if sent != asked.messages:
+        lines.append(f"{case}: request messages sent={sent} read_request={asked.messages}")
     before = previous(record)
     if before is not None and asked.results:
         for side, reading in (("ours", our_reading(ours(before))), ("sdk", sdk_reading(before))):
@@ -498,6 +489,13 @@ def previous(record: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
+def sent_messages(api: str, data: dict[str, Any]) -> int:
+    """How many messages (input items, contents) a request body sends, counted on the body."""
+    field = {"openai.responses": "input", "gemini.generate": "contents"}.get(api, "messages")
+    sent = data.get(field)
+    return 1 if isinstance(sent, str) else len(sent) if isinstance(sent, list) else 0
+
+
 def disagreements(record: dict[str, Any]) -> list[str]:
     """Every disagreement on one record: its reply, then its request."""
     return reply_disagreements(record) + request_disagreements(record)
@@ -509,24 +507,10 @@ DOCUMENTED = {
     "question: What is 2... sdk=None": (
         "our reader reads <think> blocks in the content as reasoning; the SDK has no such field"
     ),
-    "gemini_tool_calls_without_id: request messages request_messages=0 read_request=1": (
-        "request_messages (the report's turns) leaves out a turn with no text: an empty user prompt"
-    ),
-    "gemini_results_with_own_ids: request messages request_messages=2 read_request=3": (
-        "request_messages leaves out a turn with no text: the same empty user prompt"
-    ),
-    "responses_tool_search_items_in_request: request messages request_messages=3 read_request=5": (
-        "request_messages shows no tool_search_call / tool_search_output items; "
-        "read_request counts them"
-    ),
     "chat_stream_no_finish_reason: tool_call ids ours=['0'] sdk=['00']": (
         "Novita (through OpenRouter) sends the call's id again in each of its chunks; the SDK's "
         "stream accumulator appends every string but index and type ('0' + '0'); we keep the "
         "id once, as the project's next request answers it (tool_call_id '0')"
-    ),
-    "chat_stream_cached_tokens: request messages request_messages=1 read_request=2": (
-        "read_request counts the messages a request sends, and a chat request sends its system "
-        "prompt as one of them; request_messages reads it as the system turn, left out here"
     ),
 }
 

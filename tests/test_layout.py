@@ -4,7 +4,12 @@ A module whose name starts with ``_`` (``pytest_harness.tribunal._panel``) or li
 private package (``pytest_harness._cassettes.store``) belongs to the package that holds it:
 modules of that package (and of its subpackages) import it; every other module goes through
 a public namespace (``pytest_harness.tribunal``). The top-level private modules
-(``pytest_harness._model``) are shared by the whole package.
+(``pytest_harness._model``) are shared by the whole package. Each private part of a name
+counts: ``pytest_harness._wire._json`` belongs to ``pytest_harness._wire`` alone.
+
+The wire formats (``pytest_harness._wire``) run on every recorded or replayed interaction:
+they import the standard library, ``pytest_harness._response`` and ``pytest_harness.errors``
+only.
 
 The import graph is read from the source (``ast``): every import counts, at module level,
 inside functions and under ``TYPE_CHECKING``, because each is a dependency a reader has to
@@ -138,6 +143,41 @@ def test_the_privacy_rule_refuses_a_reach_into_another_package() -> None:
     assert not _may_import("p.b", "p.a._x", trees)  # a sibling package
     assert _may_import("p.b", "p._shared", trees)  # the top level's private modules: everyone's
     assert _may_import("p.a", "p.b", trees)
+    trees |= dict.fromkeys(("p._w", "p._w._x", "p._w.y"), trees["p"])
+    assert _may_import("p._w.y", "p._w._x", trees)  # a private module, inside its package
+    assert not _may_import("p.a", "p._w._x", trees)  # each private part counts, not the first
+    assert _may_import("p.a", "p._w.y", trees)
+
+
+# What the wire formats may import from the package (and the standard library).
+WIRE = f"{PACKAGE}._wire"
+WIRE_MAY_IMPORT = (WIRE, f"{PACKAGE}._response", f"{PACKAGE}.errors")
+
+
+def test_the_wire_formats_import_only_the_standard_library_and_the_response() -> None:
+    found = [
+        f"{name} imports {target}"
+        for name, tree in modules().items()
+        if name == WIRE or name.startswith(WIRE + ".")
+        for target in _every_import(tree)
+        if not _wire_may_import(target)
+    ]
+    assert found == []
+
+
+def _every_import(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or ""  # a relative import (the package uses none) shows as ""
+
+
+def _wire_may_import(target: str) -> bool:
+    top = target.partition(".")[0]
+    if top != PACKAGE:
+        return top in sys.stdlib_module_names
+    return any(target == name or target.startswith(name + ".") for name in WIRE_MAY_IMPORT)
 
 
 def test_no_module_reads_another_modules_private_attributes() -> None:
@@ -194,14 +234,11 @@ def _imported_modules(tree: ast.Module, known: set[str]) -> Iterator[str]:
 
 
 def _may_import(importer: str, target: str, trees: dict[str, ast.Module]) -> bool:
-    """Whether ``importer`` lies inside the package that owns ``target``'s first private part."""
+    """Whether ``importer`` lies inside the package that owns each private part of ``target``."""
     parts = target.split(".")
-    private_at = next((i for i, part in enumerate(parts) if _private(part)), None)
-    if private_at is None:
-        return True
-    owner = ".".join(parts[:private_at])
     here = importer if _is_package(importer, trees) else importer.rpartition(".")[0]
-    return here == owner or here.startswith(owner + ".")
+    owners = [".".join(parts[:i]) for i, part in enumerate(parts) if _private(part)]
+    return all(here == owner or here.startswith(owner + ".") for owner in owners)
 
 
 def _is_package(name: str, trees: dict[str, ast.Module]) -> bool:

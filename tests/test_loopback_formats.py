@@ -4,7 +4,7 @@ One scripted ``Reply`` answers OpenAI Responses (``responses.create``, plain and
 and the SDK's stricter ``responses.stream`` helper), Anthropic Messages (``messages.create``
 and ``messages.stream``) and Gemini (``generate_content`` and ``generate_content_stream``):
 text, reasoning, tool calls with their arguments parsed, usage, and an error status raising
-the SDK's own error class. The harness's reader (``wire.recognise``) reads every format back
+the SDK's own error class. The harness's reader (``_wire.recognise``) reads every format back
 as the reply that was scripted.
 """
 
@@ -22,7 +22,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from pytest_harness._cassettes.wire import recognise
+from pytest_harness._wire import recognise
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.harness(cassette=False)

@@ -5,7 +5,7 @@ Four surfaces read what the harness does not control:
 - a cassette file, its bytes and its parsed structure, loaded as a test opens its cassette
   (``store.load``), then replayed, missed, and recorded into (``files.merge_and_write``);
 - a provider's chat completion and its stream (``read_completion`` / ``read_stream``);
-- recorded model traffic in four wire formats, plain and SSE (``traffic.recognise``);
+- recorded model traffic in four wire formats, plain and SSE (``_wire.recognise``);
 - a judge's reply, read as a tribunal reads it (``Agent.parse``).
 
 The property tests feed plausible-but-wrong values: a well-formed document with one field
@@ -34,8 +34,9 @@ from pydantic import BaseModel
 from pytest_harness._agent import Agent
 from pytest_harness._cassettes import bodies, files, matching, store
 from pytest_harness._cassettes.scrub import Redaction
-from pytest_harness._cassettes.wire import Recognised, recognise
-from pytest_harness._response import ModelResponse, read_completion, read_stream
+from pytest_harness._response import ModelResponse
+from pytest_harness._wire import Recognised, recognise
+from pytest_harness._wire.chat import read_completion, read_stream
 from pytest_harness.errors import (
     AllAgentsFailed,
     CassetteError,

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from pytest_harness._cassettes import mcp
 from pytest_harness._cassettes.slot import Seen
-from pytest_harness._cassettes.wire import recognise
 from pytest_harness._trajectory import from_traffic
+from pytest_harness._wire import recognise
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 URL = "http://127.0.0.1:8000/mcp"

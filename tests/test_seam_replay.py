@@ -33,6 +33,7 @@ from pytest_harness._cassettes.matching import SEAM_FIELD, seam_key
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._item import TrafficWatch
 from pytest_harness._model import acomplete, complete
+from pytest_harness._wire import chat
 from pytest_harness.errors import CassetteError, CassetteMiss
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
@@ -473,3 +474,27 @@ def untimed(data: Any) -> Any:
     if isinstance(data, list):
         return [untimed(value) for value in data]
     return data
+
+
+@pytest.mark.parametrize("extra", [{}, {"stream": True}], ids=["plain", "streamed"])
+def test_a_replayed_reply_is_read_once(
+    tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any]
+) -> None:
+    """Recognition reads the recorded reply; the seam takes that response, not a second read."""
+    path = tmp_path / "c.yaml"
+    params = record(path, Reply(content="hello there"), "openai/m", extra)
+    reads: list[str] = []
+    for name in ("read_completion", "read_stream"):
+        real = getattr(chat, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            reads.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(chat, name, counted)
+    spy.sent = 0
+    answer, tokens, _ = replay(path, params, "openai/m", extra)
+    assert spy.sent == 0
+    assert (answer.content, answer.model) == ("hello there", "openai/m")
+    assert len(reads) == 1
+    assert "".join(tokens) == ("hello there" if extra else "")

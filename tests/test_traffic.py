@@ -14,14 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes.wire import (
-    Recognised,
-    events,
-    is_event_stream,
-    recognise,
-    request_messages,
-)
 from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._wire import NO_TEXT, Asked, Recognised, read_request, recognise
+from pytest_harness._wire.sse import events, is_event_stream
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -807,7 +802,8 @@ def test_gemini_model_from_the_url_when_the_body_has_none(uri: str, model: str) 
     assert recognised(uri, plain(body)).model == model
 
 
-# Empty and think-only replies are recognised: the caller judges them.
+# Empty and think-only replies are recognised: the caller judges them. A chat reply's empty
+# content stays "" as it was sent (as litellm's path reads it); the others have no content.
 
 CHAT_MESSAGE = ("choices", 0, "message")
 CHAT_CONTENT = (*CHAT_MESSAGE, "content")
@@ -816,20 +812,27 @@ THINKING = "Just thinking."
 
 
 @pytest.mark.parametrize(
-    ("uri", "body"),
+    ("uri", "body", "content"),
     [
-        pytest.param(OPENAI_CHAT, replaced(CHAT_COMPLETION, CHAT_CONTENT, ""), id="chat"),
-        pytest.param(OPENAI_CHAT, replaced(CHAT_COMPLETION, CHAT_CONTENT, None), id="chat-null"),
-        pytest.param(OPENAI_RESPONSES, {**RESPONSE, "output": []}, id="responses"),
-        pytest.param(ANTHROPIC, {**ANTHROPIC_MESSAGE, "content": []}, id="anthropic"),
+        pytest.param(OPENAI_CHAT, replaced(CHAT_COMPLETION, CHAT_CONTENT, ""), "", id="chat"),
         pytest.param(
-            GEMINI_PLAIN, replaced(GEMINI_RESPONSE, GEMINI_PARTS, [{"text": ""}]), id="gemini"
+            OPENAI_CHAT, replaced(CHAT_COMPLETION, CHAT_CONTENT, None), None, id="chat-null"
+        ),
+        pytest.param(OPENAI_RESPONSES, {**RESPONSE, "output": []}, None, id="responses"),
+        pytest.param(ANTHROPIC, {**ANTHROPIC_MESSAGE, "content": []}, None, id="anthropic"),
+        pytest.param(
+            GEMINI_PLAIN,
+            replaced(GEMINI_RESPONSE, GEMINI_PARTS, [{"text": ""}]),
+            None,
+            id="gemini",
         ),
     ],
 )
-def test_an_empty_reply_is_recognised_with_no_content(uri: str, body: dict[str, Any]) -> None:
+def test_an_empty_reply_is_recognised_with_no_content(
+    uri: str, body: dict[str, Any], content: str | None
+) -> None:
     response = recognised(uri, plain(body)).response
-    assert (response.content, response.reasoning, response.tool_calls) == (None, None, ())
+    assert (response.content, response.reasoning, response.tool_calls) == (content, None, ())
     assert (response.interrupted, response.has_tool_calls) == (False, False)
 
 
@@ -870,7 +873,8 @@ def test_a_think_only_reply_is_recognised_with_reasoning_and_no_content(
     uri: str, body: dict[str, Any]
 ) -> None:
     response = recognised(uri, plain(body)).response
-    assert (response.content, response.reasoning, response.tool_calls) == (None, THINKING, ())
+    content = "" if uri == OPENAI_CHAT else None  # as sent (see above)
+    assert (response.content, response.reasoning, response.tool_calls) == (content, THINKING, ())
     assert (response.interrupted, response.text) == (False, "")
 
 
@@ -1152,8 +1156,13 @@ def assert_well_typed(result: Recognised | None, api: str) -> None:
     response = result.response
     assert (result.api, result.provider) == (api, api.partition(".")[0])
     assert isinstance(result.model, str)
-    for text in (response.content, response.reasoning, response.finish_reason):
-        assert text is None or (isinstance(text, str) and text != "")
+    assert response.finish_reason is None or isinstance(response.finish_reason, str)
+    assert response.finish_reason != ""
+    for text in (response.content, response.reasoning):
+        # A chat reply's text is kept as sent, "" too: litellm's path reads it so, and the
+        # seam's replay answers with this response (test_seam_replay.py). Others say None.
+        assert text is None or isinstance(text, str)
+        assert text != "" or api == "openai.chat"
     for call in response.tool_calls:
         assert isinstance(call.id, str)
         assert call.id
@@ -1207,7 +1216,7 @@ def test_is_event_stream(headers: dict[str, Any], text: str, expected: bool) -> 
     assert is_event_stream(headers, text) is expected
 
 
-# What a request sent: its messages, read for the report, in each API's shape.
+# What a request sent: its messages, read once for the report, a miss and a trajectory.
 
 WEATHER_ARGS = {"city": "Paris"}
 
@@ -1309,20 +1318,134 @@ WEATHER_ARGS = {"city": "Paris"}
     ],
     ids=["chat", "responses", "anthropic", "gemini"],
 )
-def test_request_messages_read_each_apis_conversation(api: str, request_body: Any) -> None:
-    said = request_messages(api, json.dumps(request_body).encode())
+def test_a_request_reads_as_each_apis_conversation(api: str, request_body: Any) -> None:
+    asked = read_request(api, json.dumps(request_body).encode())
     assistant = "model" if api == "gemini.generate" else "assistant"
-    assert said == [
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "Weather in Paris?"},
-        {"role": assistant, "content": 'get_weather({"city": "Paris"})'},
-        {"role": "tool", "content": "sunny"},
+    assert conversation(asked) == [
+        ("system", "Be brief."),
+        ("user", "Weather in Paris?"),
+        (assistant, 'get_weather({"city": "Paris"})'),
+        ("tool", "sunny"),
     ]
+    assert (asked.system, asked.messages) == ("Be brief.", 4 if api == "openai.chat" else 3)
 
 
-def test_request_messages_of_a_plain_text_input_and_of_no_instructions() -> None:
+def conversation(asked: Asked) -> list[tuple[str, str]]:
+    """What the report and a miss show of a request: (role, text) of each turn."""
+    return [(turn.role, turn.shown) for turn in asked.conversation]
+
+
+def test_a_plain_text_input_and_no_instructions() -> None:
     body = json.dumps({"model": "gpt-4o-mini", "input": "Hello?"})
-    assert request_messages("openai.responses", body) == [{"role": "user", "content": "Hello?"}]
+    assert conversation(read_request("openai.responses", body)) == [("user", "Hello?")]
+
+
+# Each message sent is one turn, text or not: counted, and shown as NO_TEXT (the report and a
+# miss used to leave such a message out, and so counted one fewer than the trajectory).
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+WITHOUT_TEXT = [
+    (
+        "openai.chat",
+        {"messages": [{"role": "user", "content": [IMAGE]}, {"role": "assistant", "content": ""}]},
+        [("user", NO_TEXT), ("assistant", NO_TEXT)],
+    ),
+    (
+        "openai.responses",
+        {
+            "instructions": "Look.",
+            "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": "data:,"}]},
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"role": "user", "content": "And now?"},
+            ],
+        },
+        [("system", "Look."), ("user", NO_TEXT), ("reasoning", NO_TEXT), ("user", "And now?")],
+    ),
+    (
+        "anthropic.messages",
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {}}]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]},
+            ]
+        },
+        [("user", NO_TEXT), ("assistant", NO_TEXT)],
+    ),
+    (
+        "gemini.generate",
+        {
+            "contents": [
+                {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png"}}]},
+                {"role": "model", "parts": [{"text": "thinking...", "thought": True}]},
+            ]
+        },
+        [("user", NO_TEXT), ("model", NO_TEXT)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("api", "body", "shown"), WITHOUT_TEXT, ids=["chat", "responses", "anthropic", "gemini"]
+)
+def test_a_message_without_text_is_counted_and_shown(
+    api: str, body: dict[str, Any], shown: list[tuple[str, str]]
+) -> None:
+    asked = read_request(api, json.dumps(body))
+    assert conversation(asked) == shown
+    assert asked.messages == len(shown) - bool(asked.instructions)
+
+
+# The system prompt, read one way per format; the report shows the same text.
+SYSTEMS = [
+    (
+        "openai.chat",
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "developer", "content": [{"type": "text", "text": "Use tools."}]},
+                {"role": "user", "content": "Hi"},
+            ]
+        },
+    ),
+    (
+        "openai.responses",
+        {
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "developer", "content": "Use tools."},
+                {"type": "message", "role": "user", "content": "Hi"},
+            ],
+        },
+    ),
+    (
+        "anthropic.messages",
+        {
+            "system": [{"type": "text", "text": "Be brief."},
+                       {"type": "text", "text": "Use tools."}],
+            "messages": [{"role": "user", "content": "Hi"}],
+        },
+    ),
+    (
+        "gemini.generate",
+        {
+            "systemInstruction": {
+                "parts": [{"text": "Be brief."}, {"text": "a thought", "thought": True},
+                          {"text": "Use tools."}]
+            },
+            "contents": [{"role": "user", "parts": [{"text": "Hi"}]}],
+        },
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("api", "body"), SYSTEMS, ids=["chat", "responses", "anthropic", "gemini"])
+def test_the_system_prompt_is_read_one_way_per_format(api: str, body: dict[str, Any]) -> None:
+    asked = read_request(api, json.dumps(body))
+    assert asked.system == "Be brief.\nUse tools."
+    said = conversation(asked)
+    system = [text for role, text in said if role in ("system", "developer")]
+    assert "\n".join(system) == asked.system
+    assert said[-1] == ("user", "Hi")
 
 
 @pytest.mark.parametrize(
@@ -1340,7 +1463,5 @@ def test_request_messages_of_a_plain_text_input_and_of_no_instructions() -> None
 @pytest.mark.parametrize(
     "api", ["openai.chat", "openai.responses", "anthropic.messages", "gemini.generate", "x"]
 )
-def test_request_messages_of_an_unreadable_body_are_none_never_an_error(
-    api: str, body: bytes | None
-) -> None:
-    assert request_messages(api, body) == []
+def test_an_unreadable_request_asks_nothing_and_never_raises(api: str, body: bytes | None) -> None:
+    assert read_request(api, body) == Asked()

@@ -18,10 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_harness._cassettes.requests import Asked, SentResult, read_request
 from pytest_harness._cassettes.slot import Seen
-from pytest_harness._cassettes.wire import recognise
 from pytest_harness._trajectory import TrafficTrajectory, from_traffic
+from pytest_harness._wire import Asked, SentResult, Turn, read_request, recognise
 from pytest_harness.orchestrator import Run
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
@@ -56,12 +55,18 @@ def test_chat_request() -> None:
         ],
         "tools": [{"type": "function", "function": {"name": "get_weather"}}],
     }
-    assert read_request("openai.chat", json.dumps(body)) == Asked(
+    asked = read_request("openai.chat", json.dumps(body))
+    assert asked == Asked(
+        turns=(
+            Turn(role="system", text=SYSTEM),
+            Turn(role="user", text="Paris?"),
+            Turn(role="assistant", text="get_weather()"),
+            Turn(role="tool", text="sunny"),
+        ),
         tools=("get_weather",),
-        system=SYSTEM,
-        messages=4,
         results=(SentResult(call_id="c1", name="get_weather", text="sunny"),),
     )
+    assert (asked.system, asked.messages) == (SYSTEM, 4)
 
 
 def test_responses_request() -> None:
@@ -74,12 +79,18 @@ def test_responses_request() -> None:
         ],
         "tools": [{"type": "function", "name": "get_weather"}, {"type": "web_search"}],
     }
-    assert read_request("openai.responses", json.dumps(body)) == Asked(
+    asked = read_request("openai.responses", json.dumps(body))
+    assert asked == Asked(
+        instructions=SYSTEM,
+        turns=(
+            Turn(role="user", text="Paris?"),
+            Turn(role="assistant", text="get_weather({})"),
+            Turn(role="tool", text="sunny"),
+        ),
         tools=("get_weather", "web_search"),
-        system=SYSTEM,
-        messages=3,
         results=(SentResult(call_id="c1", name="get_weather", text="sunny"),),
     )
+    assert (asked.system, asked.messages) == (SYSTEM, 3)
     plain = read_request("openai.responses", json.dumps({"input": "Paris?"}))
     assert (plain.messages, plain.results) == (1, ())
 
@@ -104,12 +115,18 @@ def test_anthropic_request() -> None:
         ],
         "tools": [{"name": "w", "input_schema": {}}],
     }
-    assert read_request("anthropic.messages", json.dumps(body)) == Asked(
+    asked = read_request("anthropic.messages", json.dumps(body))
+    assert asked == Asked(
+        instructions=SYSTEM,
+        turns=(
+            Turn(role="user", text="Paris?"),
+            Turn(role="assistant", text="w()"),
+            Turn(role="tool", text="no data"),
+        ),
         tools=("w",),
-        system=SYSTEM,
-        messages=3,
         results=(SentResult(call_id="t1", name="w", text="no data", error=True),),
     )
+    assert (asked.system, asked.messages) == (SYSTEM, 3)
 
 
 def test_gemini_request() -> None:
@@ -125,12 +142,18 @@ def test_gemini_request() -> None:
         ],
         "tools": [{"functionDeclarations": [{"name": "w"}, {"name": "t"}]}],
     }
-    assert read_request("gemini.generate", json.dumps(body)) == Asked(
+    asked = read_request("gemini.generate", json.dumps(body))
+    assert asked == Asked(
+        instructions=SYSTEM,
+        turns=(
+            Turn(role="user", text="Paris?"),
+            Turn(role="model", text="w({})"),
+            Turn(role="tool", text='{"result": "sunny"}'),
+        ),
         tools=("w", "t"),
-        system=SYSTEM,
-        messages=3,
         results=(SentResult(call_id=None, name="w", text='{"result": "sunny"}'),),
     )
+    assert (asked.system, asked.messages) == (SYSTEM, 3)
 
 
 JSON = st.recursive(
@@ -152,8 +175,11 @@ SHAPED = st.fixed_dictionaries(
 )
 def test_a_request_of_any_shape_is_read_without_raising(api: str, body: Any) -> None:
     asked = read_request(api, json.dumps(body))
-    assert asked.messages >= 0
+    assert asked.messages == len(asked.turns)
     assert all(isinstance(name, str) and name for name in asked.tools)
+    shown = asked.conversation  # what the report and a miss show: the same turns, in order
+    assert shown[len(shown) - len(asked.turns) :] == asked.turns
+    assert all(isinstance(turn.text, str) and turn.shown for turn in shown)
 
 
 @pytest.mark.parametrize("body", [None, b"\xff\xfe", "not json", "[1, 2]"])

@@ -8,6 +8,7 @@ Bodies are literal provider bodies, as the APIs document and send them.
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import sys
 from typing import Any
@@ -18,10 +19,10 @@ from hypothesis import strategies as st
 
 from pytest_harness import _model
 from pytest_harness._cassettes import matching, store
-from pytest_harness._cassettes.wire import recognise, request_api
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
 from pytest_harness._watch import Spend, priced
+from pytest_harness._wire import anthropic, chat, gemini, recognise, request_api, responses
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -619,3 +620,12 @@ def test_an_application_zstd_reply_is_stored_readable_and_a_refusal_fails(
     assert interaction["response"]["body"]["json"]["usage"]["prompt_tokens"] == 100050
     junit = (pytester.path / "out.xml").read_text()
     assert "&quot;cached_tokens&quot;: 100000" in junit
+
+
+@pytest.mark.parametrize("module", [chat, responses, anthropic, gemini], ids=lambda m: m.__name__)
+def test_each_format_reads_a_request_a_reply_and_a_stream_the_same_way(module: Any) -> None:
+    """Each format's module has the same three readers, with the same signatures."""
+    for reader in ("read_request", "read_reply", "read_events"):
+        assert inspect.signature(getattr(module, reader)) == inspect.signature(
+            getattr(chat, reader)
+        )

@@ -9,7 +9,8 @@ writing it back gives exactly the bytes that were sent or received (key order, s
 escapes, number spelling): replay stays byte-exact. Anything else stays text (``string``
 for a response, the bare text for a request), or base64 when it is not UTF-8.
 
-Pure functions over plain values: no vcrpy.
+Pure functions over plain values: no vcrpy. The SSE text is read by ``_wire.sse``, the one
+reader of server-sent events.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from pytest_harness._wire import sse
 
 # How json.dumps writes a value back, by the name a stored body gives it.
 FORMS: dict[str, dict[str, Any]] = {
@@ -64,7 +67,7 @@ def text(body: Mapping[str, Any]) -> str:
 
 def json_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The events of a stored event list whose data is JSON, as (name, data): what
-    ``wire.json_events`` reads from its text (``text``), without writing it out. A name is
+    ``_wire.sse.json_events`` reads from its text (``text``), without writing it out. A name is
     ``""`` when none was given; an event whose text is not JSON (``[DONE]``) is left out."""
     found: list[tuple[str, Any]] = []
     for event in body.get("events") or ():
@@ -118,29 +121,24 @@ def _form(value: Any, text: str) -> str | None:
 
 def _as_events(text: str) -> dict[str, Any] | None:
     """An SSE body written the usual way (``event:`` and ``data:`` lines, a blank line after
-    each event) as its events; None for anything else (comments, ids, retries, CRLF)."""
-    if not text.endswith("\n\n") or "\r" in text:
+    each event) as its events (read by ``_wire.sse``); None for anything else (comments, ids,
+    retries, CRLF), which writing the events back would not give byte for byte."""
+    if not text.endswith("\n\n"):
         return None
     events: list[dict[str, Any]] = []
     form: str | None = None
-    for block in text[:-2].split("\n\n"):
-        event, form = _event(block, form)
-        if event is None:
-            return None
+    for name, data in sse.parse(text):
+        event, form = _event(name, data, form)
         events.append(event)
     chosen = form or "compact"
     written = _events_text(events, FORMS[chosen])
     return {"events": events, "form": chosen} if written == text else None
 
 
-def _event(block: str, form: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    lines = block.split("\n")
-    event: dict[str, Any] = {}
-    if lines[0].startswith("event: "):
-        event["event"] = lines.pop(0).removeprefix("event: ")
-    if len(lines) != 1 or not lines[0].startswith("data: "):
-        return None, form
-    data = lines[0].removeprefix("data: ")
+def _event(name: str | None, data: str, form: str | None) -> tuple[dict[str, Any], str | None]:
+    """An event as stored: its data as JSON when it is JSON written in the stream's form
+    (the first such event's), else as text."""
+    event: dict[str, Any] = {} if name is None else {"event": name}
     value = _loads(data)
     found = None if value is None else _form(value[0], data)
     if value is not None and found is not None and form in (None, found):

@@ -34,7 +34,8 @@ from urllib.parse import urlsplit
 
 from filelock import FileLock
 
-from pytest_harness._cassettes import bodies, matching, scrub, steady, wire
+from pytest_harness import _wire
+from pytest_harness._cassettes import bodies, matching, scrub, steady
 from pytest_harness.errors import CassetteError
 
 FORMAT_VERSION = 1
@@ -401,8 +402,8 @@ def seam(interaction: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def recognised(interaction: Mapping[str, Any]) -> wire.Recognised | None:
-    """The model reply a stored interaction holds (``wire.recognise``), read from the
+def recognised(interaction: Mapping[str, Any]) -> _wire.Recognised | None:
+    """The model reply a stored interaction holds (``_wire.recognise``), read from the
     bodies as stored: a JSON value or an event list is read as it is, not written out as
     text to be parsed again. None when it holds none."""
     request, response = interaction["request"], interaction["response"]
@@ -413,10 +414,10 @@ def recognised(interaction: Mapping[str, Any]) -> wire.Recognised | None:
     asked = sent["json"] if isinstance(sent, Mapping) and "json" in sent else body_bytes(sent)
     body = response.get("body")
     if isinstance(body, Mapping) and "json" in body:
-        return wire.recognise_parsed(uri, asked, status, headers, value=body["json"])
+        return _wire.recognise_parsed(uri, asked, status, headers, value=body["json"])
     if isinstance(body, Mapping) and "events" in body:
-        return wire.recognise_parsed(uri, asked, status, headers, events=bodies.json_events(body))
-    return wire.recognise(uri, asked, status, headers, body_bytes(body))
+        return _wire.recognise_parsed(uri, asked, status, headers, events=bodies.json_events(body))
+    return _wire.recognise(uri, asked, status, headers, body_bytes(body))
 
 
 def latency(interaction: Mapping[str, Any]) -> float | None:

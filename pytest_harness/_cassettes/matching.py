@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from pytest_harness._cassettes import wire
+from pytest_harness import _wire
 
 RequestKey: TypeAlias = tuple[str, str, str, str, str, str, str]
 
@@ -221,18 +221,19 @@ def digest(key: RequestKey) -> str:
 
 def describe(key: RequestKey) -> str:
     """A few lines naming the request: endpoint, model, the last two messages (``role:
-    text``), the same layout for each API the cassette reads (``wire.request_api``)."""
+    text``, as the report shows them: ``_wire.read_request``), the same layout for each API
+    the cassette reads (``_wire.request_api``)."""
     method, scheme, host, port, path, query, body = key
     where = f"{host}:{port}" if port else host
     lines = [f"{method} {scheme}://{where}{path}" + (f"?{query}" if query else "")]
-    data = wire.as_dict(wire.loads(body))  # None for text, or JSON too deep to parse
-    api = wire.request_api(path, body)
-    model = data.get("model") or (wire.gemini_model(path) if api == "gemini.generate" else "")
+    data = _wire.as_dict(_wire.loads(body))  # None for text, or JSON too deep to parse
+    api = _wire.request_api(path, body)
+    model = _wire.request_model(path, data, api)
     if model:
         lines.append(f"model: {model}")
     if api is not None:
-        sent = wire.request_messages(api, body)
-        lines += [_message_line(m["role"], m["content"]) for m in sent[-2:]]
+        sent = _wire.read_request(api, body).conversation
+        lines += [_message_line(turn.role, turn.shown) for turn in sent[-2:]]
     return "\n".join(lines)
 
 

@@ -7,8 +7,8 @@ or as server-sent events, the ``Mcp-Session-Id`` header included). Three things 
 - ``recognise`` reads one interaction: a ``tools/call`` request and its answer (JSON, or the
   event of an SSE stream that answers the request's id) as a ``ToolRun``: the tool, its
   arguments, its result as text, the error when it failed (``isError``, or a JSON-RPC
-  error). ``harness.trajectory`` shows each run as a tool execution. Like ``wire``, it never
-  raises.
+  error). ``harness.trajectory`` shows each run as a tool execution. Like ``_wire``, it
+  never raises.
 - ``standing_stream`` tells the standalone ``GET`` stream a session opens for messages the
   server sends unasked. It never ends while the session lives, so it cannot be recorded as
   an interaction: the cassette answers it ``405 Method Not Allowed`` itself, in recording
@@ -20,7 +20,7 @@ or as server-sent events, the ``Mcp-Session-Id`` header included). Three things 
   starting an MCP stdio client raises ``UnrecordableTraffic`` naming the server's command
   and the fixes, unless the test allows it (``mcp_stdio="live"``).
 
-It imports the standard library and ``wire``'s readers only; ``mcp`` is patched only when
+It imports the standard library and ``_wire``'s readers only; ``mcp`` is patched only when
 the application has imported it.
 """
 
@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pytest_harness._cassettes.wire import as_dict, as_dicts, as_str, decode, json_events, loads
+from pytest_harness._wire import as_dict, as_dicts, as_str, decode, loads
+from pytest_harness._wire.sse import json_events
 
 SESSION_HEADER = "mcp-session-id"
 _PROTOCOL_HEADER = "mcp-protocol-version"

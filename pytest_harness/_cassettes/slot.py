@@ -5,7 +5,7 @@ harness (or every test under ``harness_capture = all``) opens it at set-up, so a
 HTTP traffic goes through the cassette; any other test opens it on its first model call
 through the seam, and a test that never makes one does not import vcrpy at all.
 
-Every interaction the test plays or records is read by ``wire.recognise``; the model
+Every interaction the test plays or records is read by ``_wire.recognise``; the model
 responses it finds go to the slot's ``on_response`` (the test's traffic check), the model
 seam's own calls included. The slot numbers each seam call in ``prepare`` (a header on its
 request, ``matching.SEAM_HEADER``, never saved), keeps what the check found in the reply
@@ -51,8 +51,8 @@ from pytest_harness.errors import (
 if TYPE_CHECKING:
     from pytest_harness._cassettes.files import Priced
     from pytest_harness._cassettes.mcp import ToolRun
-    from pytest_harness._cassettes.wire import Recognised
     from pytest_harness._response import ModelResponse
+    from pytest_harness._wire import Recognised
 
 SUFFIX = ".yaml"
 _CALL = scope.NOTE_PREFIX + "cassette_call"  # the seam call's number, in its kwargs
@@ -66,7 +66,7 @@ class Seen:
     """A model response the code under test received.
 
     Attributes:
-        found: what ``wire.recognise`` read from it.
+        found: what ``_wire.recognise`` read from it.
         uri: the request's URL.
         replayed: played from the cassette (else recorded now).
         seam: a call of the model seam's (else the application's own).
@@ -395,7 +395,7 @@ class CassetteSlot:
             self._replies[call] = (response, replayed)
         if self.on_response is None and self.pricing is None:
             return
-        from pytest_harness._cassettes.wire import recognise
+        from pytest_harness._wire import recognise
 
         status = (response.get("status") or {}).get("code") or 0
         body = (response.get("body") or {}).get("string")

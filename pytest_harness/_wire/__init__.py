@@ -1,0 +1,255 @@
+"""The four wire formats of model traffic: which interaction is a model reply, and what it says.
+
+One module per format reads its requests, replies and streams, with the same three readers
+(``read_request(data) -> Asked``, ``read_reply(value) -> Found | None``,
+``read_events(events) -> Found | None``):
+
+- ``chat``: OpenAI Chat Completions and the providers compatible with it (``openai.chat``);
+  also how the model seam reads litellm's output;
+- ``responses``: OpenAI Responses (``openai.responses``);
+- ``anthropic``: Anthropic Messages (``anthropic.messages``);
+- ``gemini``: Gemini generateContent and streamGenerateContent (``gemini.generate``);
+
+and ``sse`` is the one reader of server-sent events. This module recognises a reply and
+hands it to its format's reader, and a request to its format's (``read_request``).
+Recognition, the traffic checks, usage and cost, the report, cassette-miss messages,
+trajectories and the seam's replay all read through here, and a recorded reply is read
+once: ``Recognised`` keeps the response and the parsed body.
+
+``recognise`` reads one interaction (request URL and body, response status, headers, body)
+and, when it holds a successful reply of a known API, plain or streamed, returns the API, the
+provider and model (for price look-ups) and its ``ModelResponse``. It goes by the body's
+shape; the URL only names a Gemini model. A cut-off stream is recognised as
+``interrupted``, an empty reply as empty, a refusal or a blocked prompt with its ``refusal``
+(the caller judges them). A background Responses reply polled before it finished is no
+reply yet: None. Anything else is None: an error status or body, embeddings, a model list,
+malformed JSON or SSE, a field of the wrong type. It never raises, never prices (``cost``
+None), never times (``latency_s`` 0).
+
+``read_request`` reads the other side: what a request asks (``Asked``), one value for the
+report, a cassette miss and a trajectory, so they agree. Its message count is the number of
+messages (input items, contents) sent, those without text too; the report and a miss show
+such a turn as ``NO_TEXT``. Its system prompt is read one way per format: Chat's system and
+developer messages, Responses' ``instructions`` and system or developer input items,
+Anthropic's ``system``, Gemini's ``systemInstruction``; thought parts are never text.
+
+The package imports the standard library, ``pytest_harness._response`` and
+``pytest_harness.errors`` only (no vcrpy, litellm or httpx): it runs on every recorded or
+replayed interaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_harness._response import ModelResponse
+from pytest_harness._wire import anthropic, chat, gemini, responses, sse
+from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
+from pytest_harness._wire._values import (
+    NO_TEXT,
+    Asked,
+    Events,
+    Found,
+    SentResult,
+    Turn,
+    event_kind,
+)
+
+__all__ = [
+    "NO_TEXT",
+    "Asked",
+    "Recognised",
+    "SentResult",
+    "Turn",
+    "as_dict",
+    "as_dicts",
+    "as_str",
+    "decode",
+    "loads",
+    "read_request",
+    "recognise",
+    "recognise_parsed",
+    "request_api",
+    "request_model",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Recognised:
+    """A model response found in one HTTP interaction.
+
+    Attributes:
+        api: ``openai.chat``, ``openai.responses``, ``anthropic.messages`` or ``gemini.generate``.
+        provider: ``openai``, ``anthropic`` or ``gemini``.
+        model: named by the response body, else the request body, else (Gemini) the URL; or "".
+        response: the reply, with that model (``cost`` None, ``latency_s`` 0). A chat reply
+            is read as litellm's path reads it (its content "" when it sent ""); the other
+            formats give None for no text.
+        streamed: whether it came as a stream (SSE, or Gemini's JSON array).
+        payload: the body as read: its JSON value, or a stream's events' JSON data in
+            order (the seam's replay passes a stream's deltas on from it). An
+            ``openai.chat`` payload is readable: ``chat.completion_problem``
+            (``chat.chunk_problem`` for each chunk) found nothing in it.
+    """
+
+    api: str
+    provider: str
+    model: str
+    response: ModelResponse
+    streamed: bool
+    payload: Any = None
+
+    @property
+    def as_sent(self) -> bool:
+        """Whether litellm passes this reply on as it is (``chat.as_sent``, asked when
+        wanted): the seam's replay answers a call with ``response`` itself."""
+        return self.api == "openai.chat" and chat.as_sent(self.payload, streamed=self.streamed)
+
+
+def recognise(
+    uri: str,
+    request_body: bytes | str | None,
+    status: int,
+    headers: Mapping[str, Any],
+    body: bytes | str | None,
+) -> Recognised | None:
+    """The model response in one interaction, or None when it holds none; never raises.
+
+    ``headers`` are the response's (name -> list of values, or a value; any case); ``body``
+    is the response body, already decompressed.
+    """
+    text = decode(body)
+    if not isinstance(status, int) or not 200 <= status < 300 or text is None:
+        return None
+    if sse.is_event_stream(headers, text):
+        events = sse.json_events(text)
+        return recognise_parsed(uri, request_body, status, headers, events=events)
+    return recognise_parsed(uri, request_body, status, headers, value=loads(text))
+
+
+def recognise_parsed(
+    uri: str,
+    request_body: bytes | str | Mapping[str, Any] | None,
+    status: int,
+    headers: Mapping[str, Any],
+    *,
+    value: Any = None,
+    events: Sequence[tuple[str, Any]] | None = None,
+) -> Recognised | None:
+    """``recognise`` of a body already parsed: its JSON ``value``, or its ``events`` (name,
+    JSON data) when it is a server-sent event stream; never raises.
+
+    A cassette keeps JSON bodies parsed (``_cassettes.bodies``): its reader need not write
+    them out to parse them again. The request body may be given parsed too.
+    """
+    if not isinstance(status, int) or not 200 <= status < 300:
+        return None
+    if events is not None:
+        data: Any = [data for _, data in events]
+        found, streamed = _from_events(list(events)), True
+    elif sse.is_event_stream(headers, ""):  # a JSON value served as a stream: no events in it
+        return None
+    else:
+        data = value
+        found, streamed = _from_json(value), isinstance(value, list)
+    if found is None:
+        return None
+    api, response, model = found
+    model = model or request_model(uri, _as_request(request_body), api)
+    # A chat reply keeps its content as sent ("" included), as litellm's path reads it: the
+    # seam's replay answers with this very response.
+    response = replace(
+        response, finish_reason=response.finish_reason or None, model=model, latency_s=0.0
+    )
+    return Recognised(api, api.partition(".")[0], model, response, streamed, data)
+
+
+def _as_request(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(body) if isinstance(body, Mapping) else as_dict(loads(decode(body)))
+
+
+def _from_json(data: Any) -> Found | None:
+    """The reply in a whole body's JSON value, read by the format its shape says."""
+    if isinstance(data, list):
+        return gemini.read_reply(data) if any(map(gemini.is_response, data)) else None
+    if not isinstance(data, dict):
+        return None
+    if gemini.is_response(data):
+        return gemini.read_reply(data)
+    if data.get("type") == "message":
+        return anthropic.read_reply(data)
+    if data.get("object") == "response":
+        return responses.read_reply(data)
+    if data.get("object") == "chat.completion" or "choices" in data:
+        return chat.read_reply(data)
+    return None
+
+
+def _from_events(found: list[tuple[str, Any]]) -> Found | None:
+    """The reply a stream's events hold, read by the format their kinds say."""
+    events: Events = [(name, data) for name, data in found if isinstance(data, dict)]
+    if not events or len(events) < len(found):
+        return None
+    kinds = {event_kind(name, data) for name, data in events}
+    if any(kind.startswith("response.") for kind in kinds):
+        return responses.read_events(events)
+    if kinds & anthropic.EVENTS:
+        return anthropic.read_events(events)
+    if any("choices" in data for _, data in events):
+        return chat.read_events(events)
+    if any(gemini.is_response(data) for _, data in events):
+        return gemini.read_events(events)
+    return None
+
+
+def read_request(api: str, body: bytes | str | None) -> Asked:
+    """What a request of ``api`` (``Recognised.api``) asks: its turns, system prompt, tools
+    and tool results, read by its format's module. The one reading of a request that the
+    report, a cassette miss and a trajectory share. Never raises: a body that is not JSON,
+    or of another shape, asks nothing."""
+    data = as_dict(loads(decode(body)))
+    read = _REQUEST_READERS.get(api)
+    return read(data) if read is not None and data else Asked()
+
+
+_REQUEST_READERS: dict[str, Callable[[dict[str, Any]], Asked]] = {
+    "openai.chat": chat.read_request,
+    "openai.responses": responses.read_request,
+    "anthropic.messages": anthropic.read_request,
+    "gemini.generate": gemini.read_request,
+}
+
+
+def request_model(uri: str, data: Mapping[str, Any], api: str | None) -> str:
+    """The model a request asks for: its body's ``model``, else (Gemini) its URL's; or ""."""
+    model = as_str(data.get("model"))
+    return model or (gemini.model_in_url(uri) if api == "gemini.generate" else "")
+
+
+def request_api(uri: str, body: bytes | str | None) -> str | None:
+    """The API a request is made to (``Recognised.api``), by its URL, else by its body's
+    shape; None for another request. For what a request says when no reply is at hand (a
+    cassette miss)."""
+    path = uri.partition("?")[0] if isinstance(uri, str) else ""
+    api = next((api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None)
+    if api is not None:
+        return api
+    data = as_dict(loads(decode(body)))
+    return next((api for field, api in _REQUEST_FIELDS.items() if field in data), None)
+
+
+_ENDPOINTS = {
+    "/chat/completions": "openai.chat",
+    "/responses": "openai.responses",
+    "/messages": "anthropic.messages",
+    ":generateContent": "gemini.generate",
+    ":streamGenerateContent": "gemini.generate",
+}
+# The field that holds a request's messages, by API.
+_REQUEST_FIELDS = {
+    "messages": "openai.chat",
+    "input": "openai.responses",
+    "contents": "gemini.generate",
+}

@@ -1,0 +1,57 @@
+"""Typed reads of untrusted JSON: a value is read only when it has the expected type.
+
+Every reader of recorded traffic (the four wire formats, MCP's JSON-RPC) reads bodies a
+provider, a proxy or a hand-edited cassette wrote, so none of them trusts a field's type:
+a field of another type reads as empty, never as an error. ``decode`` and ``loads`` turn a
+recorded body into text and its JSON value the same way, returning None instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def as_str(value: Any) -> str:
+    """The value when it is a string, else ""."""
+    return value if isinstance(value, str) else ""
+
+
+def as_int(value: Any) -> int:
+    """The value when it is an integer (not a boolean), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """The value when it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list (other items left out); [] when it is no list."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def json_text(value: Any) -> str:
+    """A value as text: a string as it is, other JSON written out (keys sorted), None as ""."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=repr)
+
+
+def decode(body: bytes | str | None) -> str | None:
+    """The body as text, or None when it is not UTF-8 (or not a body)."""
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            return bytes(body).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return body if isinstance(body, str) else None
+
+
+def loads(text: str | None) -> Any:
+    """The JSON value of the text, or None when it is not JSON."""
+    try:
+        return None if text is None else json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
+        return None

@@ -1,0 +1,68 @@
+"""Server-sent events: the one reader of an SSE body, for every stream the harness reads.
+
+Model streams (recognition), MCP's streamed answers (``_cassettes.mcp``) and a cassette's
+stored event lists (``_cassettes.bodies``, which writes the events back and keeps the list
+only when that gives the same bytes) all read an SSE body here. ``parse`` follows the
+specification's field rules: lines split at CR, LF or CRLF; a blank line ends an event;
+``event:`` names it, ``data:`` lines add to its data (one space after the colon dropped);
+comments (``:``), ``id`` and ``retry`` are read past; an event without data is no event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_LINES = re.compile(r"\r\n|\r|\n")
+_FIRST_FIELD = re.compile(r"\A\s*(?:data|event):")
+
+
+def is_event_stream(headers: Mapping[str, Any], text: str) -> bool:
+    """SSE by its content type (headers: name -> value or list of values, any case) or look."""
+    items = headers.items() if isinstance(headers, Mapping) else ()
+    for name, value in items:
+        if isinstance(name, str) and name.lower() == "content-type":
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and "text/event-stream" in v.lower() for v in values):
+                return True
+    return _FIRST_FIELD.match(text) is not None
+
+
+def parse(text: str) -> Iterator[tuple[str | None, str]]:
+    """``(event name, data)`` of each event with data; the name is None when none was given
+    (a stored event list tells ``event: `` with no name from no ``event`` line at all)."""
+    name: str | None = None
+    data: list[str] = []
+    for line in _LINES.split(text):
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data = None, []
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)
+    if data:
+        yield name, "\n".join(data)
+
+
+def events(text: str) -> Iterator[tuple[str, str]]:
+    """``(event name, data)`` of each event with data; the name is ``""`` when none was given."""
+    for name, data in parse(text):
+        yield name or "", data
+
+
+def json_events(text: str) -> list[tuple[str, Any]]:
+    """The events whose data is JSON, decoded; the others (``[DONE]``, a cut event) left out."""
+    found = []
+    for name, data in events(text):
+        try:
+            found.append((name, json.loads(data)))
+        except (ValueError, RecursionError):
+            continue
+    return found

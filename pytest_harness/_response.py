@@ -21,13 +21,14 @@ class ToolCall:
     """One tool call requested by the model.
 
     Attributes:
-        id: the provider's call id.
+        id: the provider's call id, or None when it gave none (Gemini's function calls often
+            carry none: their results answer them by name, in order).
         name: the tool's name.
         arguments: the arguments parsed from JSON, or None when they did not parse to an object.
         raw_arguments: the arguments exactly as the model sent them.
     """
 
-    id: str
+    id: str | None
     name: str
     arguments: Mapping[str, Any] | None
     raw_arguments: str = field(repr=False)

@@ -16,9 +16,13 @@ Two sources satisfy it:
 
 A traffic trajectory reads each exchange's answer (``_wire.recognise``: text, tool calls)
 and each request (``_wire.read_request``: tools offered, system prompt, messages, tool
-results sent back; the report and a cassette miss read the same). A result is matched to
-its call by call id; without an id (Gemini), by the tool's name and order: the k-th result
-for a key in a request answers the k-th call with that key asked before it.
+results sent back; the report and a cassette miss read the same). A result answers the call
+whose id it names. Else it answers by its tool's name, as Gemini pairs them, a call the
+model gave no id (Gemini's calls often have none: the result then has none either, or one
+of the client's own, such as pydantic-ai's ``pyd_ai_...``); a result without an id may also
+answer a call whose id no result of the request names. Each request sends the
+conversation's results again, in order: its k-th result answering by an id (by a name)
+answers the k-th call asked before it that this id (that name) may answer.
 
 Tool calls the application made on an MCP server over HTTP (``_cassettes.mcp.ToolRun``) are
 executions: each is matched to the earliest call the model asked for before it with the same
@@ -33,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
     from pytest_harness._response import ModelResponse
+    from pytest_harness._response import ToolCall as ModelToolCall
 
 ArgumentCheck: TypeAlias = "Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None"
 _WIDTH = 60
@@ -266,8 +271,9 @@ class TrafficCall:
     server on its own.
 
     Attributes:
-        id: the provider's call id (made up as ``call_<n>`` when the provider gave none;
-            ``mcp:<JSON-RPC id>`` for a call no model asked for).
+        id: the provider's call id, or None when it gave none (Gemini's calls often have
+            none: their results answer them by name); ``mcp:<JSON-RPC id>`` for a call no
+            model asked for.
         name: the tool's name as the model gave it.
         arguments: the arguments parsed from JSON, or None when they did not parse.
         raw_arguments: the arguments exactly as the model sent them.
@@ -283,7 +289,7 @@ class TrafficCall:
             on its own).
     """
 
-    id: str
+    id: str | None
     name: str
     arguments: Mapping[str, Any] | None
     raw_arguments: str = field(repr=False)
@@ -463,14 +469,9 @@ def build(
     asked = [(r.number, call) for r in requests for call in r.answer.tool_calls]
     sent: dict[int, SentResult] = {}  # index in ``asked`` -> its result
     for request in requests:
-        earlier = [i for i, (number, _) in enumerate(asked) if number < request.number]
-        seen: Counter[tuple[str, str]] = Counter()
-        for result in request.results:
-            key = ("id", result.call_id) if result.call_id else ("name", result.name)
-            seen[key] += 1
-            same = [i for i in earlier if _key(asked[i][1], key[0]) == key]
-            if len(same) >= seen[key] and same[seen[key] - 1] not in sent:
-                sent[same[seen[key] - 1]] = result
+        earlier = [(i, call) for i, (number, call) in enumerate(asked) if number < request.number]
+        for i, result in _answered(earlier, request.results):
+            sent.setdefault(i, result)
     calls = [
         TrafficCall(
             id=call.id,
@@ -532,5 +533,34 @@ def _unasked(run: ToolRun) -> TrafficCall:
     )
 
 
-def _key(call: Any, by: str) -> tuple[str, str]:
-    return (by, call.id if by == "id" else call.name)
+def _answered(
+    calls: Sequence[tuple[int, ModelToolCall]], results: Sequence[SentResult]
+) -> Iterator[tuple[int, SentResult]]:
+    """(index of the call, its result) for each result of one request that answers one of
+    the ``calls`` asked before it (the module's docstring says how)."""
+    ids = {call.id for _, call in calls if call.id}
+    named: set[str | None] = {r.call_id for r in results if r.call_id in ids}
+    seen: Counter[tuple[str, str | None]] = Counter()
+    for result in results:
+        key = _key(result, named)
+        seen[key] += 1
+        same = [i for i, call in calls if _answers(key, call, named)]
+        if len(same) >= seen[key]:
+            yield same[seen[key] - 1], result
+
+
+def _key(result: SentResult, named: set[str | None]) -> tuple[str, str | None]:
+    """What a result answers by: ``id`` (a call's), ``own`` (its tool's name: it has an id
+    no call has, the client's own) or ``name`` (its tool's name: it has no id)."""
+    if result.call_id in named:
+        return ("id", result.call_id)
+    return ("own" if result.call_id else "name", result.name)
+
+
+def _answers(key: tuple[str, str | None], call: ModelToolCall, named: set[str | None]) -> bool:
+    """Whether a result of that key may answer the call: by its id; by name, a call without
+    an id, or (a result without an id) a call whose id no result of the request names."""
+    by, value = key
+    if by == "id":
+        return call.id == value
+    return call.name == value and (call.id is None or (by == "name" and call.id not in named))

@@ -12,7 +12,8 @@ where the two differ, as plain lines such as ``"<case>: finish_reason ours='stop
 - ``test_reads_as_the_sdk``: cases our reader reads as the SDK does, named with what each
   shows (cached tokens, a Responses stream, provider-run Anthropic blocks, ADK's results).
 - ``test_known_defect``: each defect of issue 42 that a real body shows, asserting what the
-  SDK reads; strict xfails, so a fix turns one into XPASS and its mark must go.
+  SDK reads; strict xfails while open, so a fix turns one into XPASS and its mark goes (the
+  check stays, and passes).
 
 Fields are compared in our reader's terms: ``prompt`` counts cached and cache-written prompt
 tokens, ``completion`` counts reasoning ("thoughts") tokens, ``total`` is prompt plus
@@ -386,7 +387,7 @@ def our_reading(found: Any) -> Reading | None:
     return Reading(
         text=reply.content,
         reasoning=reply.reasoning,
-        calls=tuple((c.id, c.name, arguments(c.raw_arguments)) for c in reply.tool_calls),
+        calls=tuple((c.id or "", c.name, arguments(c.raw_arguments)) for c in reply.tool_calls),
         finish_reason=reply.finish_reason,
         refusal=reply.refusal,
         usage=usage(
@@ -528,10 +529,6 @@ PROVIDER_RUN_CASES = (
 # The lines (by their start) that the defects of issue 42 produce today: each defect has its
 # strict xfail in test_known_defect, which turns to XPASS when the reader is fixed.
 KNOWN_DEFECTS = (
-    "gemini_tool_calls_without_id: tool_call ids",
-    "gemini_results_with_own_ids: tool_call ids",
-    "gemini_results_with_own_ids: tool result answers no call (ours)",
-    "adk_parallel_calls_without_id: tool_call ids",
     *(
         f"responses_{kind}_call: {field}"
         for kind in PROVIDER_RUN_CASES
@@ -577,6 +574,9 @@ AGREEING = {
     "anthropic_server_tool_use_tool_search": "server_tool_use (tool search): not the app's call",
     "anthropic_web_search_server_tool_use": "server_tool_use (web search): not the app's call",
     "adk_results_by_name": "ADK's functionResponses without ids answer its calls by name",
+    "adk_parallel_calls_without_id": "Gemini's parallel calls without ids: none made up",
+    "gemini_tool_calls_without_id": "Gemini's calls without ids: none made up",
+    "gemini_results_with_own_ids": "pydantic-ai's results, with its own ids, answer by name",
 }
 
 
@@ -655,15 +655,18 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
 @pytest.mark.parametrize(
     ("case", "check"),
     [
-        defect(
+        # Fixed: Gemini function calls without an id got made-up ids (call_0...), and no
+        # result (pydantic-ai's, with its own ids; ADK's, without) answered them.
+        pytest.param(
             "gemini_tool_calls_without_id",
             results_answer_our_calls,
-            "Gemini function calls without an id get made-up ids (call_0...): no result matches",
+            id="gemini_tool_calls_without_id",
         ),
-        defect(
-            "adk_parallel_calls_without_id",
-            same_call_ids,
-            "Gemini function calls without an id (Google ADK's) get made-up ids (call_0...)",
+        pytest.param(
+            "gemini_results_with_own_ids", same_call_ids, id="gemini_results_with_own_ids"
+        ),
+        pytest.param(
+            "adk_parallel_calls_without_id", same_call_ids, id="adk_parallel_calls_without_id"
         ),
         *(
             defect(

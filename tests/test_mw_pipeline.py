@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._response import ModelResponse, ToolCall
 from pytest_harness.errors import StopRun
 from pytest_harness.orchestrator._loop import Orchestrator
 from pytest_harness.orchestrator._middleware import Reasoning, UsageLimits, count_usage, defaults
@@ -84,6 +84,25 @@ def test_your_own_middleware_in_a_few_lines(server: LoopbackServer) -> None:
     run = agent(server, middleware=[*defaults(), house_rules]).run("My parcel is late.")
     assert server.requests[0]["temperature"] == 0
     assert [(e.kind, e.detail) for e in run.events] == [("policy", "the model promised a refund")]
+
+
+def test_a_call_that_came_without_an_id_is_named_for_its_result(server: LoopbackServer) -> None:
+    """litellm gives every call an id; a middleware answering on its own may give none: the
+    run names it (``call_<request>_<n>``) and sends its result back under that name."""
+
+    async def scripted(call: ModelCall, next: Next) -> ModelResponse:
+        if call.number > 1:
+            return await next(call)
+        raw = '{"order": "A"}'
+        asked = ToolCall(id=None, name="lookup", arguments={"order": "A"}, raw_arguments=raw)
+        return ModelResponse(content=None, tool_calls=(asked,), finish_reason="tool_calls")
+
+    server.queue(Reply(content="A shipped."))
+    run = agent(server, middleware=[scripted]).run("go")
+    assert [(c.id, c.result) for c in run.tool_calls] == [("call_1_0", "A shipped")]
+    (sent,) = [m for m in server.requests[0]["messages"] if m["role"] == "tool"]
+    assert sent["tool_call_id"] == "call_1_0"
+    assert server.requests[0]["messages"][-2]["tool_calls"][0]["id"] == "call_1_0"
 
 
 def test_a_middleware_stops_the_run_with_its_reason(server: LoopbackServer) -> None:

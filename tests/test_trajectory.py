@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -298,6 +299,130 @@ def test_a_call_whose_result_was_never_sent_has_none() -> None:
     (call,) = trajectory.tool_calls
     assert call.result is None
     assert "(no result sent)" in trajectory.table()
+
+
+# Real Gemini traffic (tests/corpus/gemini.json, recorded by pydantic-ai and Google ADK):
+# calls without ids, answered with the client's own ids (pydantic-ai) or none (ADK).
+CORPUS = {
+    record["case"]: record
+    for record in json.loads((Path(__file__).parent / "corpus" / "gemini.json").read_text())
+}
+
+
+def recorded(case: str) -> Seen:
+    """A corpus record as the cassette hands it to the watch: its request, its reply."""
+    record = CORPUS[case]
+    body = json.dumps(record["request"]).encode()
+    headers = {"content-type": [record["content_type"]]}
+    found = recognise(record["uri"], body, 200, headers, record["response"].encode())
+    assert found is not None, case
+    return Seen(found=found, uri=record["uri"], replayed=True, request=body, latency_s=0.5)
+
+
+def test_pydantic_ai_results_with_its_own_ids_answer_gemini_calls_without_ids() -> None:
+    """Gemini's three calls carry no id; pydantic-ai sends each result with an id of its own
+    (``pyd_ai_...``): each answers, by name and in order, the call of its tool."""
+    trajectory = from_traffic(
+        [recorded("gemini_tool_calls_without_id"), recorded("gemini_results_with_own_ids")]
+    )
+    calls = trajectory.calls_of("generate_topic")
+    assert [(call.id, call.request) for call in calls] == [(None, 1)] * 3 + [(None, 2)]
+    assert [call.result for call in calls] == [
+        '{"return_value": "golf"}',
+        '{"return_value": "golf"}',
+        '{"return_value": "penguins"}',
+        None,  # the call of the second reply: its result came in a request not recorded here
+    ]
+    assert trajectory.table().count("(no result sent)") == 1
+
+
+def test_adk_results_without_ids_answer_parallel_gemini_calls_by_name() -> None:
+    """Google ADK sends Gemini's two parallel calls back without ids, and their results
+    without ids: the k-th result of get_weather answers its k-th call."""
+    trajectory = from_traffic(
+        [recorded("adk_parallel_calls_without_id"), recorded("adk_results_by_name")]
+    )
+    new_york = trajectory.assert_called("get_weather", {"city": "New York"})
+    london = trajectory.assert_called("get_weather", {"city": "London"})
+    assert (new_york.id, london.id) == (None, None)
+    assert "The weather in New York is sunny" in (new_york.result or "")
+    assert "The weather in London is sunny" in (london.result or "")
+    assert "(no result sent)" not in trajectory.table()
+
+
+def gemini_call(city: str, call_id: str | None = None) -> dict[str, Any]:
+    call = weather(city)["functionCall"]
+    return {"functionCall": {**call, "id": call_id} if call_id else call}
+
+
+def gemini_answer(text: str, call_id: str | None = None) -> dict[str, Any]:
+    result = answer(text)["functionResponse"]
+    return {"functionResponse": {**result, "id": call_id} if call_id else result}
+
+
+@pytest.mark.parametrize(
+    ("asked", "sent", "results"),
+    [
+        pytest.param(
+            [gemini_call("Paris", "g1"), gemini_call("Rome")],
+            [gemini_answer("sunny", "g1"), gemini_answer("rain")],
+            ["sunny", "rain"],
+            id="one-by-id-one-by-name",
+        ),
+        pytest.param(
+            [gemini_call("Paris", "g1"), gemini_call("Rome")],
+            [gemini_answer("rain"), gemini_answer("sunny", "g1")],
+            ["sunny", "rain"],
+            id="by-name-before-by-id",
+        ),
+        pytest.param(
+            [gemini_call("Paris", "g1")],
+            [gemini_answer("sunny")],
+            ["sunny"],
+            id="a-call-with-an-id-answered-by-name",
+        ),
+        pytest.param(
+            [gemini_call("Paris", "g1")],
+            [gemini_answer("sunny", "own-1")],
+            [None],
+            id="the-client's-own-id-never-answers-a-call-with-an-id",
+        ),
+    ],
+)
+def test_gemini_results_answer_by_id_else_by_name(
+    asked: list[dict[str, Any]], sent: list[dict[str, Any]], results: list[str | None]
+) -> None:
+    """A result answers the call its id names; else, by name, a call without an id (or, a
+    result without an id, a call no result names by id)."""
+    ask = {"role": "user", "parts": [{"text": "Paris and Rome?"}]}
+    history = [ask, {"role": "model", "parts": asked}, {"role": "user", "parts": sent}]
+    trajectory = from_traffic(
+        [
+            seen(GEMINI, {"contents": [ask]}, gemini_reply(*asked)),
+            seen(GEMINI, {"contents": history}, gemini_reply({"text": "."})),
+        ]
+    )
+    shown = [call.result and json.loads(call.result)["result"] for call in trajectory.tool_calls]
+    assert shown == results
+
+
+def test_a_result_whose_id_no_call_has_answers_no_call_that_has_one() -> None:
+    """Chat Completions: a result for a call outside the traffic does not answer another
+    call of the same tool by name (its call has an id of its own)."""
+    chat = "https://api.openai.com/v1/chat/completions"
+
+    def asking(call_id: str) -> dict[str, Any]:
+        use = {"id": call_id, "type": "function", "function": {"name": "w", "arguments": "{}"}}
+        return {"role": "assistant", "content": None, "tool_calls": [use]}
+
+    earlier = [asking("c0"), {"role": "tool", "tool_call_id": "c0", "content": "sunny"}]
+    first = {"object": "chat.completion", "choices": [{"message": asking("c1")}]}
+    done = {"object": "chat.completion", "choices": [{"message": {"content": "ok"}}]}
+    trajectory = from_traffic(
+        [seen(chat, {"messages": []}, first), seen(chat, {"messages": earlier}, done)]
+    )
+    assert trajectory.requests[1].results[0].name == "w"
+    assert [(call.id, call.result) for call in trajectory.tool_calls] == [("c1", None)]
 
 
 def test_filters_narrow_the_trajectory_and_say_so() -> None:

@@ -141,11 +141,13 @@ def refused(field: str, value: str | None, refusing: frozenset[str]) -> str | No
 
 
 def tool_call(index: int, call_id: Any, name: Any, raw: Any) -> ToolCall:
-    """A tool call whose arguments come as JSON text or as an object."""
+    """A tool call whose arguments come as JSON text or as an object, with the id the reply
+    gave it, or None: none is made up (a client answers such a call by name, as the SDKs
+    read it). ``index``, its place in the reply, is not used."""
     text = raw if isinstance(raw, str) else "" if raw is None else json.dumps(raw)
     parsed = loads(text) if text.strip() else {}
     return ToolCall(
-        id=as_str(call_id) or f"call_{index}",
+        id=as_str(call_id) or None,
         name=as_str(name),
         arguments=parsed if isinstance(parsed, dict) else None,
         raw_arguments=text,

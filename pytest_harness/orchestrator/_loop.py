@@ -45,6 +45,7 @@ from pytest_harness.orchestrator._run import (
     StopReason,
     ToolCallRecord,
     assistant,
+    named_calls,
     question_tool,
     tool_result,
 )
@@ -321,6 +322,7 @@ class Turn:
             raise RunFailed(
                 f"request {call.number} of the run failed: {describe(error)}", run=run
             ) from error
+        response = named_calls(response, call.number)
         self.answered += 1
         self.response = response
         self.responses.append(response)

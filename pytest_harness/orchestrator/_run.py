@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from pytest_harness import _trajectory as trajectory
@@ -41,7 +41,8 @@ class ToolCallRecord:
     """One tool call the model asked for, and what came of it.
 
     Attributes:
-        id: the provider's call id.
+        id: the provider's call id, or ``call_<request>_<n>`` for a call that came without
+            one (``named_calls``: its result answers it by that id).
         name: the tool's name as the model gave it.
         arguments: the arguments parsed from JSON, or None when they did not parse.
         raw_arguments: the arguments exactly as the model sent them.
@@ -69,7 +70,7 @@ class ToolCallRecord:
         """The record of ``call`` as it ends now (``started`` 0: it never started)."""
         ended = time.time()
         return cls(
-            id=call.id,
+            id=call.id or "",  # never "": the loop named each call (named_calls)
             name=call.name,
             arguments=call.arguments,
             raw_arguments=call.raw_arguments,
@@ -170,6 +171,19 @@ def stopped(run: Run, reason: str) -> None:
                 f"expected the run to stop with {reason!r}; it stopped with {run.stop_reason!r}",
             )
         )
+
+
+def named_calls(response: ModelResponse, request: int) -> ModelResponse:
+    """``response``, each tool call without an id named ``call_<request>_<n>`` (its place):
+    the run sends a result back by its call's id. litellm gives every call one; a response a
+    middleware made itself may have calls without."""
+    if all(call.id for call in response.tool_calls):
+        return response
+    calls = tuple(
+        call if call.id else replace(call, id=f"call_{request}_{n}")
+        for n, call in enumerate(response.tool_calls)
+    )
+    return replace(response, tool_calls=calls)
 
 
 def assistant(response: ModelResponse) -> dict[str, Any]:

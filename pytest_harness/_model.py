@@ -64,7 +64,7 @@ _PROBLEMS = {
     "interrupted": "an interrupted response (it ended without a finish reason: a cut stream, "
     "or a failed or cancelled reply)",
     "refused": "a refusal or a block instead of an answer",
-    "empty_response": "an empty response (no text and no tool calls)",
+    "empty_response": "an empty response (no text, no tool calls and no media)",
     "degenerate": "a degenerate response (no visible text, only reasoning)",
 }
 

@@ -83,6 +83,10 @@ class ModelResponse:
         content: the text exactly as the model gave it (think blocks included), or None.
         reasoning: litellm's ``reasoning_content``, else the text of the think blocks.
         tool_calls: the tool calls requested.
+        media: the output the reply carries besides text and tool calls, one entry per
+            part, named by its MIME type (``image/png``; by the part's kind when it names
+            none): Gemini's ``inlineData`` and ``fileData`` parts (an image it made), thought
+            parts left out. A reply with media is not empty.
         finish_reason: why the model stopped, as the provider said it.
         interrupted: a stream that ended without a finish reason (a partial, not a turn).
         refusal: the provider refused or blocked the call (its refusal text, or the field
@@ -99,6 +103,7 @@ class ModelResponse:
     content: str | None
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    media: tuple[str, ...] = ()
     finish_reason: str | None = None
     interrupted: bool = False
     refusal: str | None = None
@@ -147,6 +152,11 @@ def _reasoning(response: ResponseLike) -> str:
     return getattr(response, "reasoning", None) or ""
 
 
+def _answers(response: ResponseLike) -> bool:
+    """Whether the response answers with something besides text: tool calls, or media."""
+    return response.has_tool_calls or bool(getattr(response, "media", ()))
+
+
 def visible_text(content: str | None) -> str:
     """The content with every think block removed (an unclosed one runs to the end)."""
     if not content:
@@ -182,17 +192,18 @@ class ResponseValidator:
             return False, "interrupted"
         if getattr(response, "refusal", None):
             return False, "refused"
-        if response.has_tool_calls:
+        if _answers(response):
             return True, None
         if not (response.content or "").strip() and not _reasoning(response).strip():
             return False, "empty_response"
         return True, None
 
     def degenerate(self, response: ResponseLike | None) -> bool:
-        """True for a text response whose visible content is blank once thinking is removed."""
+        """True for a text response whose visible content is blank once thinking is removed
+        (a response with tool calls or media is not a text response)."""
         if response is None or response.interrupted:
             return False
-        if response.has_tool_calls:
+        if _answers(response):
             return False
         return not visible_text(response.content).strip()
 

@@ -372,7 +372,7 @@ def test_bad_application_responses_fail_or_warn(
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines_random(
         [
-            "*returned an empty response (no text and no tool calls) to a*request of the "
+            "*returned an empty response (no text, no tool calls and no media) to a*request of the "
             "application (POST http://127.0.0.1:*/v1/chat/completions) in test_bad.py::test_empty*",
             "*returned a degenerate response*in test_bad.py::test_think_only*",
             "*returned an interrupted response*in test_bad.py::test_unfinished_stream*",

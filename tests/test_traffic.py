@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._response import ModelResponse, ResponseValidator, ToolCall, Usage
 from pytest_harness._wire import NO_TEXT, Asked, Recognised, read_request, recognise
 from pytest_harness._wire.sse import events, is_event_stream
 
@@ -723,6 +723,50 @@ def test_gemini_generate_content_with_thoughts() -> None:
         usage=Usage(prompt_tokens=8, completion_tokens=127, total_tokens=135),
         model="gemini-2.5-flash",
     )
+
+
+def gemini_parts(*parts: dict[str, Any]) -> dict[str, Any]:
+    candidate = {"content": {"parts": list(parts), "role": "model"}, "finishReason": "STOP"}
+    return {**GEMINI_RESPONSE, "candidates": [candidate]}
+
+
+PNG = {"mimeType": "image/png", "data": "iVBORw0KGgo="}
+
+
+@pytest.mark.parametrize(
+    ("parts", "media"),
+    [
+        pytest.param([{"inlineData": PNG}], ("image/png",), id="inlineData"),
+        pytest.param(
+            [{"inline_data": {"mime_type": "image/jpeg", "data": ""}}],
+            ("image/jpeg",),
+            id="inline_data",
+        ),
+        pytest.param(
+            [
+                {"fileData": {"mimeType": "video/mp4", "fileUri": "gs://b/v.mp4"}},
+                {"inlineData": {}},
+            ],
+            ("video/mp4", "inlineData"),
+            id="fileData-and-no-mime-type",
+        ),
+        pytest.param([{"inlineData": PNG, "thought": True}], (), id="a-thought-image-is-no-output"),
+        pytest.param([{"inlineData": None}, {"text": "x"}], (), id="no-media"),
+    ],
+)
+def test_gemini_media_parts(parts: list[dict[str, Any]], media: tuple[str, ...]) -> None:
+    """Each inlineData and fileData part of the answer, by its MIME type: a reply that
+    carries one is not empty (the validator's ``media``)."""
+    response = recognised(GEMINI_PLAIN, plain(gemini_parts(*parts))).response
+    assert response.media == media
+    problem = ResponseValidator().problem(response)
+    assert problem == (None if media or response.content else "empty_response")
+
+
+def test_a_streamed_gemini_image_is_media() -> None:
+    chunks = [gemini_parts({"text": "Here:"}), gemini_parts({"inlineData": PNG})]
+    response = recognised(GEMINI_ARRAY, plain(chunks)).response
+    assert (response.content, response.media) == ("Here:", ("image/png",))
 
 
 def test_gemini_function_call() -> None:

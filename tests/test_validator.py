@@ -18,10 +18,22 @@ VALIDATOR = ResponseValidator()
 CALL = ToolCall(id="c1", name="f", arguments={}, raw_arguments="{}")
 
 
-def resp(content: str | None, *, tools: bool = False, interrupted: bool = False) -> ModelResponse:
+def resp(
+    content: str | None,
+    *,
+    tools: bool = False,
+    interrupted: bool = False,
+    media: tuple[str, ...] = (),
+) -> ModelResponse:
     return ModelResponse(
-        content=content, tool_calls=(CALL,) if tools else (), interrupted=interrupted
+        content=content,
+        tool_calls=(CALL,) if tools else (),
+        interrupted=interrupted,
+        media=media,
     )
+
+
+IMAGE = ("image/png",)
 
 
 OK = (True, None)
@@ -50,6 +62,11 @@ CASES = [
     pytest.param(resp("<think>plan</think>", tools=True), OK, False, id="tools-think-only"),
     pytest.param(resp("<think>unclosed", tools=True), OK, False, id="tools-unclosed-think"),
     pytest.param(resp("calling f", tools=True), OK, False, id="tools-with-text"),
+    # media (an image): valid, never degenerate, with or without text
+    pytest.param(resp(None, media=IMAGE), OK, False, id="media-content-none"),
+    pytest.param(resp("<think>x</think>", media=IMAGE), OK, False, id="media-think-only"),
+    pytest.param(resp("Here it is.", media=IMAGE), OK, False, id="media-with-text"),
+    pytest.param(resp(None, media=IMAGE, interrupted=True), INTERRUPTED, False, id="media-cut"),
     # empty content: invalid (and blank visible text, hence degenerate too)
     pytest.param(resp(None), EMPTY, True, id="content-none"),
     pytest.param(resp(""), EMPTY, True, id="content-empty"),
@@ -123,6 +140,7 @@ def test_valid_and_degenerate(
         pytest.param(resp("<think>x</think>"), "degenerate", id="think-only"),
         pytest.param(resp("<think>unclosed"), "degenerate", id="unclosed"),
         pytest.param(resp("<think>x</think>", tools=True), None, id="tools-think-only"),
+        pytest.param(resp(None, media=IMAGE), None, id="media-only"),
         pytest.param(resp("answer"), None, id="plain"),
         pytest.param(resp("<think>x</think>answer"), None, id="think-then-answer"),
     ],

@@ -1,8 +1,8 @@
 """Gemini ``generateContent`` and ``streamGenerateContent``: requests, replies and streams.
 
-A reply is a response: candidates (the first one read: its parts, text, thought text and
-function calls, and its finish reason), usage metadata, or only the feedback of a blocked
-prompt. A stream is the same responses one after another, as a JSON array or as server-sent
+A reply is a response: candidates (the first one read: its parts, text, thought text,
+function calls and media, and its finish reason), usage metadata, or only the feedback of a
+blocked prompt. A stream is the same responses one after another, as a JSON array or as server-sent
 events, added up; without a finish reason (or a blocked prompt) it was interrupted. The
 model is named by the response's ``modelVersion``, else by the URL (``model_in_url``).
 """
@@ -141,6 +141,7 @@ def _responses(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
     counted = next((u for c in reversed(chunks) if (u := as_dict(c.get("usageMetadata")))), {})
     text = [p for p in parts if isinstance(p.get("text"), str)]
     calls = [c for p in parts if (c := as_dict(p.get("functionCall")))]
+    media = [m for p in parts if p.get("thought") is not True and (m := _media(p))]
     completion = sum(as_int(counted.get(k)) for k in ("candidatesTokenCount", "thoughtsTokenCount"))
     blocked = next((r for c in chunks if (r := _block(c))), None)
     response = ModelResponse(
@@ -149,6 +150,7 @@ def _responses(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
         tool_calls=tuple(
             tool_call(n, c.get("id"), c.get("name"), c.get("args")) for n, c in enumerate(calls)
         ),
+        media=tuple(media),
         finish_reason=finish or None,
         interrupted=streamed and not finish and blocked is None,
         refusal=blocked or refused("finishReason", finish, _BLOCKS),
@@ -161,6 +163,16 @@ def _responses(chunks: Sequence[Any], *, streamed: bool) -> Found | None:
     )
     model = next((m for c in reversed(chunks) if (m := as_str(c.get("modelVersion")))), "")
     return _API, response, model
+
+
+def _media(part: dict[str, Any]) -> str:
+    """The MIME type of an ``inlineData`` or ``fileData`` part (the part's kind when it names
+    none), else ""."""
+    for kind in ("inlineData", "inline_data", "fileData", "file_data"):
+        data = part.get(kind)
+        if isinstance(data, dict):
+            return as_str(data.get("mimeType") or data.get("mime_type")) or kind
+    return ""
 
 
 def _block(chunk: dict[str, Any]) -> str | None:

@@ -14,6 +14,10 @@ where the two differ, as plain lines such as ``"<case>: finish_reason ours='stop
 - ``test_known_defect``: each defect of issue 42 that a real body shows, asserting what the
   SDK reads; strict xfails while open, so a fix turns one into XPASS and its mark goes (the
   check stays, and passes).
+- ``test_gemini_finish_reasons_refuse_as_the_sdk_reads_them`` and
+  ``test_every_gemini_prompt_block_reason_is_a_refusal``: each value of the SDK's
+  ``FinishReason`` and ``BlockedReason``, on the real Model Armor body with its reason
+  replaced, is a refusal exactly when the SDK's reading says so (``GEMINI_BLOCKS``).
 
 Fields are compared in our reader's terms: ``prompt`` counts cached and cache-written prompt
 tokens, ``completion`` counts reasoning ("thoughts") tokens, ``total`` is prompt plus
@@ -287,7 +291,9 @@ def sdk_anthropic_stream(record: dict[str, Any]) -> Reading:
     return anthropic_reading(message)
 
 
-# Gemini finish reasons and block reasons that say the call was refused or blocked.
+# Gemini finish reasons that say the call was refused or blocked (every promptFeedback
+# blockReason does), and those that do not: each value of the SDK's FinishReason is one or
+# the other (test_every_gemini_finish_reason_is_sorted).
 GEMINI_BLOCKS = {
     "SAFETY",
     "RECITATION",
@@ -297,7 +303,24 @@ GEMINI_BLOCKS = {
     "IMAGE_SAFETY",
     "IMAGE_PROHIBITED_CONTENT",
     "IMAGE_RECITATION",
-    "MODEL_ARMOR",
+    "MODEL_ARMOR",  # "blocked by Model Armor" (Vertex)
+    "ESCALATION",  # "filtered by an escalation rule"
+    "PUP_LIMITED_DISABLED",  # the account is limited for Prohibited Use Policy violations
+}
+GEMINI_NOT_BLOCKS = {
+    "FINISH_REASON_UNSPECIFIED",
+    "STOP",
+    "MAX_TOKENS",
+    "CONTINUATION",
+    "OTHER",
+    "LANGUAGE",  # an unsupported language: no content filter, no policy
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+    "MALFORMED_RESPONSE",
+    "IMAGE_OTHER",
+    "NO_IMAGE",
 }
 
 
@@ -545,7 +568,6 @@ KNOWN_DEFECTS = (
     "groq_reasoning_field: reasoning",
     "openrouter_stream_reasoning_details: reasoning",
     "openrouter_stream_error_chunk_after_reasoning: ours=",
-    "gemini_model_armor_block: refusal",
 )
 
 
@@ -582,6 +604,7 @@ AGREEING = {
     "gemini_tool_calls_without_id": "Gemini's calls without ids: none made up",
     "gemini_results_with_own_ids": "pydantic-ai's results, with its own ids, answer by name",
     "gemini_image_only": "an image-only reply (inlineData): its media, no text",
+    "gemini_model_armor_block": "a Model Armor block (Vertex): a refusal",
 }
 
 
@@ -720,12 +743,48 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
             not_a_finished_reply,
             "an error chunk in a chat stream is ignored: the stream reads as a finished reply",
         ),
-        defect(
-            "gemini_model_armor_block",
-            refused,
-            "a Gemini MODEL_ARMOR finish (a block) is not read as a refusal",
-        ),
+        # Fixed: a Gemini MODEL_ARMOR finish (a block) was not read as a refusal.
+        pytest.param("gemini_model_armor_block", refused, id="gemini_model_armor_block"),
     ],
 )
 def test_known_defect(case: str, check: Callable[[str], None]) -> None:
     check(case)
+
+
+# Every block reason of the SDK, on the real Model Armor body (Vertex) with its reason
+# replaced: our reader refuses exactly what the SDK's reading (GEMINI_BLOCKS) refuses.
+def test_every_gemini_finish_reason_is_sorted() -> None:
+    """A FinishReason a new google-genai adds fails here until it is sorted."""
+    values = {reason.value for reason in genai_types.FinishReason}
+    assert values == GEMINI_BLOCKS | GEMINI_NOT_BLOCKS
+    assert not GEMINI_BLOCKS & GEMINI_NOT_BLOCKS
+
+
+def with_response(case: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    record = BY_CASE[case]
+    return {**record, "response": json.dumps(change(json.loads(record["response"])))}
+
+
+@pytest.mark.parametrize("reason", sorted(GEMINI_BLOCKS | GEMINI_NOT_BLOCKS))
+def test_gemini_finish_reasons_refuse_as_the_sdk_reads_them(reason: str) -> None:
+    def finished(body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "candidates": [{**body["candidates"][0], "finishReason": reason}]}
+
+    record = with_response("gemini_model_armor_block", finished)
+    mine, sdk = our_reading(ours(record)), sdk_reading(record)
+    assert (
+        mine.refusal
+        == sdk.refusal
+        == (f"finishReason: {reason}" if reason in GEMINI_BLOCKS else None)
+    )
+
+
+@pytest.mark.parametrize("reason", sorted(r.value for r in genai_types.BlockedReason))
+def test_every_gemini_prompt_block_reason_is_a_refusal(reason: str) -> None:
+    def blocked(body: dict[str, Any]) -> dict[str, Any]:
+        kept = {key: body[key] for key in ("usageMetadata", "modelVersion", "responseId")}
+        return {**kept, "promptFeedback": {"blockReason": reason}}
+
+    record = with_response("gemini_model_armor_block", blocked)
+    mine, sdk = our_reading(ours(record)), sdk_reading(record)
+    assert mine.refusal == sdk.refusal == f"promptFeedback.blockReason: {reason}"

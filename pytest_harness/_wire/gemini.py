@@ -30,7 +30,11 @@ from pytest_harness._wire._values import (
 
 _API = "gemini.generate"
 
-# The finish reasons that say the reply was blocked instead of given.
+# The finish reasons that say the reply was blocked instead of given (google-genai's
+# FinishReason): by a safety, recitation, blocklist, prohibited-content or SPII filter, by
+# Model Armor (Vertex), by an escalation rule, or for an account limited by the Prohibited
+# Use Policy. The others say the model stopped (STOP, MAX_TOKENS...) or failed
+# (MALFORMED_FUNCTION_CALL, NO_IMAGE...): not a refusal. Any promptFeedback.blockReason is one.
 _BLOCKS = frozenset(
     {
         "SAFETY",
@@ -41,6 +45,9 @@ _BLOCKS = frozenset(
         "IMAGE_SAFETY",
         "IMAGE_PROHIBITED_CONTENT",
         "IMAGE_RECITATION",
+        "MODEL_ARMOR",
+        "ESCALATION",
+        "PUP_LIMITED_DISABLED",
     }
 )
 

@@ -36,6 +36,24 @@ def seen(uri: str, request: dict[str, Any], response: Any, *, replayed: bool = F
     return Seen(found=found, uri=uri, replayed=replayed, request=body, latency_s=0.5)
 
 
+# Real Gemini traffic (tests/corpus/gemini.json, recorded by pydantic-ai and Google ADK):
+# calls without ids, answered with the client's own ids (pydantic-ai) or none (ADK).
+CORPUS = {
+    record["case"]: record
+    for record in json.loads((Path(__file__).parent / "corpus" / "gemini.json").read_text())
+}
+
+
+def recorded(case: str) -> Seen:
+    """A corpus record as the cassette hands it to the watch: its request, its reply."""
+    record = CORPUS[case]
+    body = json.dumps(record["request"]).encode()
+    headers = {"content-type": [record["content_type"]]}
+    found = recognise(record["uri"], body, 200, headers, record["response"].encode())
+    assert found is not None, case
+    return Seen(found=found, uri=record["uri"], replayed=True, request=body, latency_s=0.5)
+
+
 # What a request asks, in each wire format.
 
 
@@ -155,6 +173,18 @@ def test_gemini_request() -> None:
         results=(SentResult(call_id=None, name="w", text='{"result": "sunny"}'),),
     )
     assert (asked.system, asked.messages) == (SYSTEM, 3)
+
+
+def test_a_gemini_request_whose_tools_is_one_object_offers_its_tools() -> None:
+    """No recording sends ``tools`` as one object (the API takes it, as a repeated field in
+    JSON may be): a real request (Google ADK's, tests/corpus/gemini.json) with its list
+    replaced by the one tool object it holds offers the same tools."""
+    request = CORPUS["adk_parallel_calls_without_id"]["request"]
+    (tool,) = request["tools"]
+    listed = read_request("gemini.generate", json.dumps(request))
+    single = read_request("gemini.generate", json.dumps({**request, "tools": tool}))
+    assert listed.tools == ("get_weather",)
+    assert single == listed
 
 
 JSON = st.recursive(
@@ -299,24 +329,6 @@ def test_a_call_whose_result_was_never_sent_has_none() -> None:
     (call,) = trajectory.tool_calls
     assert call.result is None
     assert "(no result sent)" in trajectory.table()
-
-
-# Real Gemini traffic (tests/corpus/gemini.json, recorded by pydantic-ai and Google ADK):
-# calls without ids, answered with the client's own ids (pydantic-ai) or none (ADK).
-CORPUS = {
-    record["case"]: record
-    for record in json.loads((Path(__file__).parent / "corpus" / "gemini.json").read_text())
-}
-
-
-def recorded(case: str) -> Seen:
-    """A corpus record as the cassette hands it to the watch: its request, its reply."""
-    record = CORPUS[case]
-    body = json.dumps(record["request"]).encode()
-    headers = {"content-type": [record["content_type"]]}
-    found = recognise(record["uri"], body, 200, headers, record["response"].encode())
-    assert found is not None, case
-    return Seen(found=found, uri=record["uri"], replayed=True, request=body, latency_s=0.5)
 
 
 def test_pydantic_ai_results_with_its_own_ids_answer_gemini_calls_without_ids() -> None:

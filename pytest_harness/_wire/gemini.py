@@ -54,13 +54,14 @@ _BLOCKS = frozenset(
 
 def read_request(data: dict[str, Any]) -> Asked:
     """``systemInstruction``, then ``contents`` (text, functionCall and functionResponse
-    parts; thought parts left out), and the ``functionDeclarations`` of ``tools``; the REST
-    API's snake_case spellings too."""
+    parts; thought parts left out), and the ``functionDeclarations`` of ``tools`` (a list,
+    or one tool object, which the API takes too); the REST API's snake_case spellings too."""
     contents = as_dicts(data.get("contents"))
     system = as_dict(data.get("systemInstruction") or data.get("system_instruction"))
+    tools = data.get("tools")
     declared = [
         d
-        for t in as_dicts(data.get("tools"))
+        for t in as_dicts(tools if isinstance(tools, list) else [tools])
         for d in as_dicts(t.get("functionDeclarations") or t.get("function_declarations"))
     ]
     return Asked(

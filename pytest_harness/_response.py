@@ -79,8 +79,11 @@ class ModelResponse:
     """One model turn, as plain data.
 
     Attributes:
-        content: the text exactly as the model gave it (think blocks included), or None.
-        reasoning: litellm's ``reasoning_content``, else the text of the think blocks.
+        content: the text exactly as the model gave it (think blocks included; of a list
+            of parts, its text parts), or None.
+        reasoning: the reasoning sent apart from the text (litellm's
+            ``reasoning_content``; a provider's ``reasoning`` field, thinking parts), else
+            the text of the think blocks.
         tool_calls: the tool calls requested.
         finish_reason: why the model stopped, as the provider said it.
         interrupted: a stream that ended without a finish reason (a partial, not a turn).

@@ -12,7 +12,8 @@ where the two differ, as plain lines such as ``"<case>: finish_reason ours='stop
 - ``test_reads_as_the_sdk``: cases our reader reads as the SDK does, named with what each
   shows (cached tokens, a Responses stream, provider-run Anthropic blocks, ADK's results).
 - ``test_known_defect``: each defect of issue 42 that a real body shows, asserting what the
-  SDK reads; strict xfails, so a fix turns one into XPASS and its mark must go.
+  SDK reads; strict xfails, so a fix turns one into XPASS and its mark must go (the check
+  stays, unmarked).
 
 Fields are compared in our reader's terms: ``prompt`` counts cached and cache-written prompt
 tokens, ``completion`` counts reasoning ("thoughts") tokens, ``total`` is prompt plus
@@ -538,11 +539,6 @@ KNOWN_DEFECTS = (
         for field in ("finish_reason", "tool_calls")
     ),
     "responses_stream_tool_search_call: tool_calls",
-    "mistral_content_parts_thinking_text: ours=not recognised",
-    "cerebras_reasoning_field: reasoning",
-    "cerebras_reasoning_field_second_turn: reasoning",
-    "groq_reasoning_field: reasoning",
-    "openrouter_stream_reasoning_details: reasoning",
     "openrouter_stream_error_chunk_after_reasoning: ours=",
     "gemini_model_armor_block: refusal",
 )
@@ -683,25 +679,23 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
             not_empty,
             "an image-only Gemini reply (inlineData, finish STOP) reads as an empty reply",
         ),
-        defect(
+        # Fixed: a chat reply whose message.content is a list of parts (Mistral's
+        # thinking and text parts) was not recognised.
+        pytest.param(
             "mistral_content_parts_thinking_text",
             same_text_and_reasoning,
-            "a chat reply whose message.content is a list of parts is not recognised",
+            id="mistral_content_parts_thinking_text",
         ),
-        defect(
-            "cerebras_reasoning_field",
-            same_text_and_reasoning,
-            "reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter) is not read",
+        # Fixed: reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter), or as
+        # delta.reasoning with reasoning_details in a stream, was not read.
+        pytest.param(
+            "cerebras_reasoning_field", same_text_and_reasoning, id="cerebras_reasoning_field"
         ),
-        defect(
-            "groq_reasoning_field",
-            same_text_and_reasoning,
-            "reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter) is not read",
-        ),
-        defect(
+        pytest.param("groq_reasoning_field", same_text_and_reasoning, id="groq_reasoning_field"),
+        pytest.param(
             "openrouter_stream_reasoning_details",
             same_text_and_reasoning,
-            "reasoning sent as delta.reasoning (with reasoning_details) in a stream is not read",
+            id="openrouter_stream_reasoning_details",
         ),
         defect(
             "chat_stream_no_finish_reason",

@@ -1,8 +1,10 @@
 """Every wire format read completely (issue 27, item 4): cached prompt tokens priced at
 litellm's cache prices, every Responses tool-call item, background Responses, refusals and
-blocked prompts, zstd and brotli bodies, one wording, one miss summary.
+blocked prompts, zstd and brotli bodies, one wording, one miss summary. And the replies of
+OpenAI-compatible providers (issue 42): content parts, reasoning fields.
 
-Bodies are literal provider bodies, as the APIs document and send them.
+Bodies are literal provider bodies, as the APIs document and send them; those of issue 42
+are real recordings, from ``tests/corpus/chat.json``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import gzip
 import inspect
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +25,16 @@ from pytest_harness._cassettes import matching, store
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
 from pytest_harness._watch import Spend, priced
-from pytest_harness._wire import anthropic, chat, gemini, recognise, request_api, responses
+from pytest_harness._wire import (
+    Recognised,
+    anthropic,
+    chat,
+    gemini,
+    recognise,
+    request_api,
+    responses,
+    sse,
+)
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -568,6 +580,131 @@ def test_any_responses_output_items_never_raise(items: list[Any], status: Any) -
     found = recognise(RESPONSES, None, 200, JSON, body)
     if found is not None:
         assert all(isinstance(call.raw_arguments, str) for call in found.response.tool_calls)
+
+
+# OpenAI-compatible providers' chat replies (issue 42), read from the real bodies of
+# tests/corpus/chat.json (its README says where each came from).
+
+CORPUS = {
+    record["case"]: record
+    for record in json.loads((Path(__file__).parent / "corpus/chat.json").read_text())
+}
+
+
+def recorded(case: str, text: str | None = None) -> Recognised:
+    """A corpus reply (or ``text`` in its place) as recognition reads it."""
+    record = CORPUS[case]
+    headers = {"Content-Type": [record["content_type"]]}
+    body = (record["response"] if text is None else text).encode()
+    found = recognise(record["uri"], None, 200, headers, body)
+    assert found is not None
+    return found
+
+
+def message_of(case: str) -> dict[str, Any]:
+    message: dict[str, Any] = json.loads(CORPUS[case]["response"])["choices"][0]["message"]
+    return message
+
+
+def stream_chunks(case: str) -> list[dict[str, Any]]:
+    """The JSON chunks of a corpus stream, in order."""
+    return [json.loads(data) for _, data in sse.events(CORPUS[case]["response"]) if data[0] == "{"]
+
+
+def stream_text(chunks: list[dict[str, Any]], done: bool = True) -> str:
+    """Chunks as an SSE body, as the providers write it, ending with ``data: [DONE]``."""
+    text = "".join(f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n" for chunk in chunks)
+    return text + ("data: [DONE]\n\n" if done else "")
+
+
+def test_a_content_of_parts_reads_its_text_parts_as_content_and_thinking_as_reasoning() -> None:
+    """Mistral's reply: a thinking part (its text in parts), then a text part."""
+    thinking, text = message_of("mistral_content_parts_thinking_text")["content"]
+    found = recorded("mistral_content_parts_thinking_text")
+    response = found.response
+    assert (response.content, response.reasoning) == (text["text"], thinking["thinking"][0]["text"])
+    assert (response.finish_reason, response.interrupted, response.usage.total_tokens) == (
+        "stop",
+        False,
+        1411,
+    )
+    assert failure(response) is None
+    # litellm's OpenAI reader cannot read a list of parts (it raises): the seam's replay
+    # sends such a reply through litellm, as recorded (test_seam_replay.py).
+    assert not found.as_sent
+
+
+def test_a_streamed_content_of_parts_adds_up_to_the_same() -> None:
+    """Magistral streams its parts as deltas (a part list each, or text): here the corpus
+    reply's parts, cut into deltas of both kinds (no stream of it was recorded)."""
+    thinking, text = message_of("mistral_content_parts_thinking_text")["content"]
+    thought, said = thinking["thinking"][0]["text"], text["text"]
+    base = {"id": "x", "object": "chat.completion.chunk", "model": "magistral-medium-latest"}
+
+    def chunk(content: Any, finish: str | None = None) -> dict[str, Any]:
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+        }
+
+    def think(piece: str) -> list[dict[str, Any]]:
+        return [{"type": "thinking", "thinking": [{"type": "text", "text": piece}]}]
+
+    half = len(thought) // 2
+    chunks = [
+        chunk(""),
+        chunk(think(thought[:half])),
+        chunk(think(thought[half:])),
+        chunk([{"type": "text", "text": said[:10]}]),
+        chunk(said[10:]),
+        chunk("", "stop"),
+    ]
+    response = read(CHAT, stream_text(chunks), SSE)
+    assert (response.content, response.reasoning, response.finish_reason) == (
+        said,
+        thought,
+        "stop",
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["groq_reasoning_field", "cerebras_reasoning_field", "cerebras_reasoning_field_second_turn"],
+)
+def test_reasoning_sent_as_its_own_field_is_read(case: str) -> None:
+    message = message_of(case)
+    found = recorded(case)
+    assert (found.response.content, found.response.reasoning) == (
+        message["content"],
+        message["reasoning"],
+    )
+    assert not found.as_sent  # litellm maps a provider's reasoning field: it reads it
+
+
+def test_reasoning_streamed_with_its_details_is_read_once_and_from_the_details_alone() -> None:
+    """OpenRouter sends each piece twice, as ``reasoning`` and in ``reasoning_details``."""
+    chunks = stream_chunks("openrouter_stream_reasoning_details")
+    said = "".join(c["choices"][0]["delta"].get("reasoning") or "" for c in chunks)
+    assert said.startswith("The question asks for the capital of France.")
+    assert recorded("openrouter_stream_reasoning_details").response.reasoning == said
+    for chunk in chunks:
+        chunk["choices"][0]["delta"].pop("reasoning", None)
+    details_only = stream_text(chunks)
+    assert recorded("openrouter_stream_reasoning_details", details_only).response.reasoning == said
+
+
+def test_reasoning_details_of_a_reply_are_read_without_its_encrypted_ones() -> None:
+    message = {
+        "role": "assistant",
+        "content": "Paris.",
+        "reasoning_details": [
+            {"type": "reasoning.summary", "summary": "The capital, asked."},
+            {"type": "reasoning.encrypted", "data": "gAAAAB..."},
+            {"type": "reasoning.text", "text": "France's capital is Paris."},
+        ],
+    }
+    body = {**CHAT_CACHED, "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    assert read(CHAT, body).reasoning == "The capital, asked.\n\nFrance's capital is Paris."
 
 
 # End to end: an application's zstd reply and refusal, recorded then replayed.

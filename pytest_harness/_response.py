@@ -86,9 +86,12 @@ class ModelResponse:
             the text of the think blocks.
         tool_calls: the tool calls requested.
         finish_reason: why the model stopped, as the provider said it.
-        interrupted: a stream that ended without a finish reason (a partial, not a turn).
+        interrupted: a stream that did not finish (a partial, not a turn): cut off with no
+            finish reason and before its end (a chat stream's ``data: [DONE]``), or failed
+            (a chat stream's error chunk).
         refusal: the provider refused or blocked the call (its refusal text, or the field
-            that said so, ``finishReason: SAFETY``), or None for an answer.
+            that said so, ``finishReason: SAFETY``), or, in a failed stream, its error
+            (``error: <message>``); None for an answer.
         usage: token counts.
         cost: USD cost when litellm knows the model's price, else None.
         model: the model the call was made with.

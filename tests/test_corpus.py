@@ -539,7 +539,6 @@ KNOWN_DEFECTS = (
         for field in ("finish_reason", "tool_calls")
     ),
     "responses_stream_tool_search_call: tool_calls",
-    "openrouter_stream_error_chunk_after_reasoning: ours=",
     "gemini_model_armor_block: refusal",
 )
 
@@ -697,16 +696,17 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
             same_text_and_reasoning,
             id="openrouter_stream_reasoning_details",
         ),
-        defect(
-            "chat_stream_no_finish_reason",
-            a_finished_reply,
-            "a chat stream that ends with its usage chunk and [DONE] but no finish_reason "
-            "reads as interrupted",
+        # Fixed: a chat stream that ends with its usage chunk and [DONE] but no finish_reason
+        # read as interrupted.
+        pytest.param(
+            "chat_stream_no_finish_reason", a_finished_reply, id="chat_stream_no_finish_reason"
         ),
-        defect(
+        # Fixed: an error chunk in a chat stream was ignored: the stream read as a finished
+        # reply.
+        pytest.param(
             "openrouter_stream_error_chunk_after_reasoning",
             not_a_finished_reply,
-            "an error chunk in a chat stream is ignored: the stream reads as a finished reply",
+            id="openrouter_stream_error_chunk_after_reasoning",
         ),
         defect(
             "gemini_model_armor_block",

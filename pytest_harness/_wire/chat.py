@@ -5,7 +5,9 @@ refusal) with a usage block; a stream is its chunks, whose deltas add up to the 
 message's content is its text, or a list of parts (Mistral's): its ``text`` parts are the
 content, its ``thinking`` parts reasoning. Reasoning also comes in a field of its own:
 ``reasoning_content`` (DeepSeek, vLLM, litellm), ``reasoning`` (Groq, Cerebras, OpenRouter)
-or OpenRouter's ``reasoning_details``.
+or OpenRouter's ``reasoning_details``. A stream that sent its ``data: [DONE]`` came to its
+end, with a finish reason or without one (OpenRouter's providers, Snowflake Cortex send
+none); a stream with an ``error`` chunk failed (the SDK raises ``APIError`` at it).
 
 The same readers build the seam's ``ModelResponse`` from litellm's output
 (``read_completion``, ``read_stream``: litellm answers every provider in this shape), so
@@ -28,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_harness._response import ModelResponse, Pricing, ToolCall, Usage, split_think
+from pytest_harness._wire import sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str
 from pytest_harness._wire._values import (
     Asked,
@@ -91,15 +94,17 @@ def read_reply(data: Any) -> Found | None:
 
 
 def read_events(events: Events) -> Found | None:
-    """A stream's chunks added up; None when one of them is not a chunk."""
-    chunks = [data for _, data in events]
+    """A stream's chunks added up; None when one of them is not a chunk. Its events end
+    with ``(sse.DONE, {})`` when it sent its ``data: [DONE]`` (``sse.stream_events``)."""
+    sent, done = sse.ended(events)
+    chunks = [data for _, data in sent]
     if any(chunk_problem(chunk) is not None for chunk in chunks):
         return None
     finish = None
-    for chunk in chunks:
+    for chunk in chunks:  # "" is no finish reason (Ollama sent it in every chunk until 2024)
         finish = (chunk.get("choices") or [{}])[0].get("finish_reason") or finish
     response = read_stream(
-        chunks, finish_reason=finish, model="", cost=_unpriced, started=0, checked=True
+        chunks, finish_reason=finish, model="", cost=_unpriced, started=0, checked=True, ended=done
     )
     model = next((m for c in reversed(chunks) if (m := as_str(c.get("model")))), "")
     return _API, response, model
@@ -126,7 +131,8 @@ def _messages_sent(choices: list[dict[str, Any]]) -> bool:
 # What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish
 # reasons (it maps others), these message fields (a provider's own ``reasoning`` it may map),
 # a content that is text (a list of parts it cannot read) and opens with no think block (it
-# moves one into ``reasoning_content``).
+# moves one into ``reasoning_content``), no error chunk (the SDK raises at it, and the seam
+# keeps the chunks before it).
 _AS_SENT_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _AS_SENT_FIELDS = frozenset(
     {"role", "content", "tool_calls", "refusal", "reasoning_content", "annotations"}
@@ -147,6 +153,8 @@ def as_sent(payload: Any, *, streamed: bool) -> bool:
         data = payload if isinstance(payload, Mapping) else {}
         return _passed_on(data.get("choices"), "message", data.get("usage"))
     chunks = [chunk for chunk in payload if isinstance(chunk, Mapping)]
+    if any(_error(chunk) for chunk in chunks):
+        return False
     usage = next((chunk["usage"] for chunk in chunks if chunk.get("usage")), None)
     choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
     return _passed_on(choices, "delta", usage)
@@ -218,8 +226,12 @@ def read_stream(
     cost: Pricing,
     started: float,
     checked: bool = False,
+    ended: bool = False,
 ) -> ModelResponse:
-    """The response a stream's chunks add up to; without a finish reason it was interrupted.
+    """The response a stream's chunks add up to. It was interrupted when it stopped before
+    its end with no finish reason, or when it failed: a chunk sent an ``error`` (the chunks
+    are read up to it; no finish reason; the error is its ``refusal``, the field a failure
+    message shows).
 
     Args:
         chunks: the chunks, in order.
@@ -229,6 +241,8 @@ def read_stream(
         started: ``time.perf_counter()`` when the call started.
         checked: the chunks were read before (``chunk_problem`` found nothing in any): their
             shape is not checked again.
+        ended: the stream came to its end (it sent ``data: [DONE]``): without a finish
+            reason it is a whole reply all the same, its ``finish_reason`` None.
 
     Raises:
         ProviderResponseError: a chunk has a field of the wrong type.
@@ -237,6 +251,9 @@ def read_stream(
         problem = chunk_problem(chunk)
         if problem is not None:
             raise _unreadable(model, "a stream", f"chunk {number} of {len(chunks)}: {problem}")
+    chunks, error = _until_error(chunks)
+    if error is not None:  # a failed reply: whatever finish reason came, it did not finish
+        finish_reason = None
     added = _Deltas(chunks)
     counted = _usage(added.usage)
     return ModelResponse(
@@ -244,14 +261,26 @@ def read_stream(
         reasoning=added.reasoning or split_think(added.text)[0],
         tool_calls=tuple(_tool_call(i, added.calls[i]) for i in sorted(added.calls)),
         finish_reason=finish_reason,
-        interrupted=finish_reason is None,
-        refusal=_refusal(added.refused, finish_reason),
+        interrupted=error is not None or (finish_reason is None and not ended),
+        refusal=error or _refusal(added.refused, finish_reason),
         usage=counted,
         cost=cost(counted),
         model=model,
         id=next(filter(None, map(_id, chunks)), None),
         latency_s=time.perf_counter() - started,
     )
+
+
+def _until_error(
+    chunks: Sequence[Mapping[str, Any]],
+) -> tuple[Sequence[Mapping[str, Any]], str | None]:
+    """The chunks up to the first that sends an error, that one included (its usage counts;
+    the SDK reads nothing after it), and its error; all of them and None when none does."""
+    for number, chunk in enumerate(chunks):
+        error = _error(chunk)
+        if error is not None:
+            return chunks[: number + 1], error
+    return chunks, None
 
 
 class _Deltas:
@@ -309,6 +338,21 @@ def _reasoning(message: Mapping[str, Any], separator: str) -> str:
     details = as_dicts(message.get("reasoning_details"))
     texts = [as_str(d.get(_DETAIL_TEXT.get(as_str(d.get("type")), ""))) for d in details]
     return separator.join(text for text in texts if text)
+
+
+def _error(chunk: Mapping[str, Any]) -> str | None:
+    """A chunk's ``error`` as a failure message shows it, ``error: <message>``, or None when
+    it sends none. The SDK raises ``APIError`` at a chunk whose ``error`` is set, with its
+    ``message`` (else its own words, here too); an error given as text is its message."""
+    error = chunk.get("error")
+    if not error:
+        return None
+    message = error.get("message") if isinstance(error, Mapping) else error
+    shown = message if isinstance(message, str) and message else _STREAM_ERROR
+    return f"error: {shown}"
+
+
+_STREAM_ERROR = "An error occurred during streaming"  # the SDK's message for such an error
 
 
 def _refusal(text: str | None, finish_reason: str | None) -> str | None:

@@ -80,17 +80,23 @@ class ModelResponse:
     """One model turn, as plain data.
 
     Attributes:
-        content: the text exactly as the model gave it (think blocks included), or None.
-        reasoning: litellm's ``reasoning_content``, else the text of the think blocks.
+        content: the text exactly as the model gave it (think blocks included; of a list
+            of parts, its text parts), or None.
+        reasoning: the reasoning sent apart from the text (litellm's
+            ``reasoning_content``; a provider's ``reasoning`` field, thinking parts), else
+            the text of the think blocks.
         tool_calls: the tool calls requested.
         media: the output the reply carries besides text and tool calls, one entry per
             part, named by its MIME type (``image/png``; by the part's kind when it names
             none): Gemini's ``inlineData`` and ``fileData`` parts (an image it made), thought
             parts left out. A reply with media is not empty.
         finish_reason: why the model stopped, as the provider said it.
-        interrupted: a stream that ended without a finish reason (a partial, not a turn).
+        interrupted: a stream that did not finish (a partial, not a turn): cut off with no
+            finish reason and before its end (a chat stream's ``data: [DONE]``), or failed
+            (a chat stream's error chunk).
         refusal: the provider refused or blocked the call (its refusal text, or the field
-            that said so, ``finishReason: SAFETY``), or None for an answer.
+            that said so, ``finishReason: SAFETY``), or, in a failed stream, its error
+            (``error: <message>``); None for an answer.
         usage: token counts.
         cost: USD cost when litellm knows the model's price, else None.
         model: the model the call was made with.

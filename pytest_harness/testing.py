@@ -69,8 +69,9 @@ class Reply:
             item, an Anthropic ``thinking`` block, a Gemini ``thought`` part).
         tool_calls: tool calls to return.
         finish_reason: defaults to ``"tool_calls"`` with tool calls, else ``"stop"``;
-            in a stream, None sends no finish reason at all (nor Responses'
-            ``response.completed``, nor Anthropic's ``message_delta`` and ``message_stop``).
+            in a stream, None sends no finish reason at all (nor Chat Completions'
+            ``data: [DONE]``, Responses' ``response.completed``, Anthropic's
+            ``message_delta`` and ``message_stop``): a stream that never finished.
             Other formats get its counterpart: ``end_turn``/``tool_use``/``max_tokens``,
             Gemini's ``STOP``/``MAX_TOKENS``, Responses' ``incomplete`` for ``length``.
         status: HTTP status; 400 and above send an error body in the format's shape.
@@ -628,7 +629,8 @@ def _stream_events(api: str, body: dict[str, Any], reply: Reply, number: int) ->
         return [_event(e, named=True) for e in responses_events(body, reply, number)]
     if api == "anthropic":
         return [_event(e, named=True) for e in anthropic_events(body, reply, number)]
-    return [*(_event(c) for c in stream_chunks(body, reply, number)), b"data: [DONE]\n\n"]
+    end = [b"data: [DONE]\n\n"] if reply.finish is not None else []  # [DONE]: it finished
+    return [*(_event(c) for c in stream_chunks(body, reply, number)), *end]
 
 
 def _event(data: dict[str, Any], *, named: bool = False) -> bytes:

@@ -562,12 +562,6 @@ KNOWN_DEFECTS = (
         for field in ("finish_reason", "tool_calls")
     ),
     "responses_stream_tool_search_call: tool_calls",
-    "mistral_content_parts_thinking_text: ours=not recognised",
-    "cerebras_reasoning_field: reasoning",
-    "cerebras_reasoning_field_second_turn: reasoning",
-    "groq_reasoning_field: reasoning",
-    "openrouter_stream_reasoning_details: reasoning",
-    "openrouter_stream_error_chunk_after_reasoning: ours=",
 )
 
 
@@ -712,36 +706,35 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
         ),
         # Fixed: an image-only Gemini reply (inlineData, finish STOP) read as an empty reply.
         pytest.param("gemini_image_only", not_empty, id="gemini_image_only"),
-        defect(
+        # Fixed: a chat reply whose message.content is a list of parts (Mistral's
+        # thinking and text parts) was not recognised.
+        pytest.param(
             "mistral_content_parts_thinking_text",
             same_text_and_reasoning,
-            "a chat reply whose message.content is a list of parts is not recognised",
+            id="mistral_content_parts_thinking_text",
         ),
-        defect(
-            "cerebras_reasoning_field",
-            same_text_and_reasoning,
-            "reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter) is not read",
+        # Fixed: reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter), or as
+        # delta.reasoning with reasoning_details in a stream, was not read.
+        pytest.param(
+            "cerebras_reasoning_field", same_text_and_reasoning, id="cerebras_reasoning_field"
         ),
-        defect(
-            "groq_reasoning_field",
-            same_text_and_reasoning,
-            "reasoning sent as message.reasoning (Cerebras, Groq, OpenRouter) is not read",
-        ),
-        defect(
+        pytest.param("groq_reasoning_field", same_text_and_reasoning, id="groq_reasoning_field"),
+        pytest.param(
             "openrouter_stream_reasoning_details",
             same_text_and_reasoning,
-            "reasoning sent as delta.reasoning (with reasoning_details) in a stream is not read",
+            id="openrouter_stream_reasoning_details",
         ),
-        defect(
-            "chat_stream_no_finish_reason",
-            a_finished_reply,
-            "a chat stream that ends with its usage chunk and [DONE] but no finish_reason "
-            "reads as interrupted",
+        # Fixed: a chat stream that ends with its usage chunk and [DONE] but no finish_reason
+        # read as interrupted.
+        pytest.param(
+            "chat_stream_no_finish_reason", a_finished_reply, id="chat_stream_no_finish_reason"
         ),
-        defect(
+        # Fixed: an error chunk in a chat stream was ignored: the stream read as a finished
+        # reply.
+        pytest.param(
             "openrouter_stream_error_chunk_after_reasoning",
             not_a_finished_reply,
-            "an error chunk in a chat stream is ignored: the stream reads as a finished reply",
+            id="openrouter_stream_error_chunk_after_reasoning",
         ),
         # Fixed: a Gemini MODEL_ARMOR finish (a block) was not read as a refusal.
         pytest.param("gemini_model_armor_block", refused, id="gemini_model_armor_block"),

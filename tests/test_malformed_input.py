@@ -543,6 +543,95 @@ def test_a_stream_with_any_chunk_field_wrong(index: int, changed: Any) -> None:
         assert_well_typed(found.response)
 
 
+# OpenAI-compatible providers' replies (issue 42): content parts (Mistral), a reasoning
+# field (Groq, Cerebras, OpenRouter), reasoning_details (OpenRouter), error chunks, [DONE].
+
+PROVIDER_COMPLETION: dict[str, Any] = {
+    "id": "9abe8b73",
+    "object": "chat.completion",
+    "model": "magistral-medium-latest",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": [{"type": "text", "text": "Rivers."}]},
+                    {"type": "text", "text": "Find a ford."},
+                ],
+                "reasoning": "Rivers.",
+                "reasoning_details": [{"type": "reasoning.text", "text": "Rivers.", "index": 0}],
+            },
+        }
+    ],
+    "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+}
+PROVIDER_CHUNKS: list[dict[str, Any]] = [
+    chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Riv"}]}]}),
+    chunk({"content": "", "reasoning": "ers.", "reasoning_details": [{"type": "reasoning.text"}]}),
+    chunk({"content": [{"type": "text", "text": "Find a ford."}]}),
+    {**chunk({"content": ""}), "error": {"code": 400, "message": "Token limit reached"}},
+    {**chunk({}), "usage": {"prompt_tokens": 9, "completion_tokens": 3}},
+]
+
+
+def assert_finished_or_not(response: ModelResponse, done: bool) -> None:
+    """Interrupted: a failed stream (its error shown), or one with no finish reason that did
+    not come to its end; an interrupted reply has no finish reason."""
+    if response.interrupted:
+        assert response.finish_reason is None
+        assert not done or (response.refusal or "").startswith("error: ")
+    elif not done:
+        assert response.finish_reason
+
+
+@settings(derandomize=True, max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(data=mutations(PROVIDER_COMPLETION))
+def test_a_providers_chat_completion_with_any_field_wrong(data: Any) -> None:
+    reads_or_is_provider_error(read_body, materialized(data))
+    found = recognise(CHAT_URL, None, 200, {}, dumps(data))
+    if found is not None:
+        assert found.api == "openai.chat"
+        assert_well_typed(found.response)
+        assert isinstance(found.as_sent, bool)
+
+
+@settings(derandomize=True, max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(
+    chunks=st.lists(
+        st.sampled_from(PROVIDER_CHUNKS) | st.sampled_from(PROVIDER_CHUNKS).flatmap(mutations),
+        max_size=5,
+    ),
+    done=st.booleans(),
+)
+def test_a_providers_stream_with_any_chunk_field_wrong(chunks: list[Any], done: bool) -> None:
+    """Read as the seam reads litellm's chunks, and as recognition reads the stream's text
+    and its stored form alike, whether it sent its ``data: [DONE]`` or was cut before it."""
+    reads_or_is_provider_error(read_chunks, [materialized(c) for c in chunks])
+    text = sse([("", c) for c in chunks]) + ("data: [DONE]\n\n" if done else "")
+    found = recognise(CHAT_URL, None, 200, SSE_HEADERS, text)
+    assert files.recognised(stored_reply(text, SSE_HEADERS)) == found
+    if found is not None:
+        assert found.api == "openai.chat"
+        assert_well_typed(found.response)
+        assert_finished_or_not(found.response, done)
+        assert isinstance(found.as_sent, bool)
+
+
+def stored_reply(text: str, headers: dict[str, Any]) -> dict[str, Any]:
+    """An interaction answering ``text``, its body in the form a cassette stores it."""
+    stored = bodies.stored(text)
+    return {
+        "request": {"method": "POST", "uri": CHAT_URL, "body": None, "headers": {}},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": headers,
+            "body": stored if isinstance(stored, dict) else {"string": stored},
+        },
+    }
+
+
 @settings(derandomize=True, max_examples=100, deadline=None, suppress_health_check=SLOW)
 @given(arguments=json_texts)
 def test_any_tool_arguments_text_is_parsed_or_kept_raw(arguments: str) -> None:
@@ -1018,10 +1107,11 @@ def test_a_hand_edited_cassette_may_leave_out_what_vcrpy_needs(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("chunks", "problem"),
     [
-        pytest.param(
-            [chunk({"content": "Hi"}), chunk({"content": [{"type": "text", "text": "there"}]})],
-            "chunk 2 of 2: choices[0].delta.content must be a string, got a list of 1 item",
-            id="content-list",
+        pytest.param(  # a list of parts is read (Mistral's), a part on its own is not
+            [chunk({"content": "Hi"}), chunk({"content": {"type": "text", "text": "there"}})],
+            "chunk 2 of 2: choices[0].delta.content must be a string or a list, got an object "
+            "with keys 'type', 'text'",
+            id="content-object",
         ),
         pytest.param(
             [chunk({"tool_calls": {"index": 0, "function": {"name": "f"}}})],
@@ -1225,9 +1315,10 @@ def test_any_body_is_stored_so_that_it_gives_back_the_same_bytes(
         assert files.body_bytes(stored) == body.encode()
 
 
-def stream_text(chunks: list[Any], named: bool) -> str:
+def stream_text(chunks: list[Any], named: bool, done: bool = True) -> str:
     head = "event: chunk\n" if named else ""
-    return "".join(f"{head}data: {dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    end = "data: [DONE]\n\n" if done else ""
+    return "".join(f"{head}data: {dumps(chunk)}\n\n" for chunk in chunks) + end
 
 
 @settings(derandomize=True, max_examples=150, deadline=None, suppress_health_check=SLOW)
@@ -1236,7 +1327,14 @@ def stream_text(chunks: list[Any], named: bool) -> str:
         mutations(COMPLETION).map(dumps),
         json_like.map(dumps),
         st.builds(
-            stream_text, st.lists(mutations(CHUNKS[1]) | st.sampled_from(CHUNKS)), st.booleans()
+            stream_text,
+            st.lists(
+                mutations(CHUNKS[1])
+                | st.sampled_from(CHUNKS + PROVIDER_CHUNKS)
+                | st.sampled_from(PROVIDER_CHUNKS).flatmap(mutations)
+            ),
+            st.booleans(),
+            st.booleans(),
         ),
         st.text(max_size=20),
     ),

@@ -61,6 +61,18 @@ PRICED_BODY = {
     },
 }
 
+CORPUS = {
+    record["case"]: record
+    for record in json.loads((Path(__file__).parent / "corpus/chat.json").read_text())
+}
+
+
+def recorded(case: str) -> Reply:
+    """A provider's reply as ``tests/corpus/chat.json`` holds it, sent as it came."""
+    record = CORPUS[case]
+    return Reply(raw=record["response"], headers={"Content-Type": record["content_type"]})
+
+
 # name: (the server's reply, the call's arguments, whether the seam reads it itself)
 KINDS: dict[str, tuple[Reply, dict[str, Any], bool]] = {
     "plain": (Reply(content="hello there"), {}, True),
@@ -80,6 +92,21 @@ KINDS: dict[str, tuple[Reply, dict[str, Any], bool]] = {
     "empty": (Reply(content=""), {}, True),
     "error status": (Reply(status=400, error="bad request"), {}, False),
     "not found": (Reply(status=404, error="no such model"), {}, False),
+    # Real replies litellm reads otherwise than it was sent (issue 42): a content of parts
+    # (litellm's OpenAI reader raises), a provider's reasoning field (it maps it), a stream
+    # with no finish reason (it makes one up), an error chunk (the SDK raises at it).
+    "content parts": (recorded("mistral_content_parts_thinking_text"), {}, False),
+    "reasoning field": (recorded("groq_reasoning_field"), {}, False),
+    "streamed without a finish reason": (
+        recorded("chat_stream_no_finish_reason"),
+        {"stream": True},
+        False,
+    ),
+    "streamed error chunk": (
+        recorded("openrouter_stream_error_chunk_after_reasoning"),
+        {"stream": True},
+        False,
+    ),
 }
 
 

@@ -1007,11 +1007,6 @@ BAD_TYPES = [
     pytest.param(OPENAI_CHAT, replaced(CHAT_COMPLETION, CHAT_CONTENT, 5), id="chat-content-int"),
     pytest.param(
         OPENAI_CHAT,
-        replaced(CHAT_COMPLETION, CHAT_CONTENT, [{"type": "text", "text": "hi"}]),
-        id="chat-content-list",
-    ),
-    pytest.param(
-        OPENAI_CHAT,
         replaced(CHAT_TOOL_CALL, (*CHAT_MESSAGE, "tool_calls"), "x"),
         id="tool-calls-str",
     ),

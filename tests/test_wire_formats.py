@@ -1,8 +1,11 @@
 """Every wire format read completely (issue 27, item 4): cached prompt tokens priced at
 litellm's cache prices, every Responses tool-call item, background Responses, refusals and
-blocked prompts, zstd and brotli bodies, one wording, one miss summary.
+blocked prompts, zstd and brotli bodies, one wording, one miss summary. And the replies of
+OpenAI-compatible providers (issue 42): content parts, reasoning fields, streams that end
+with ``data: [DONE]`` and no finish reason, error chunks.
 
-Bodies are literal provider bodies, as the APIs document and send them.
+Bodies are literal provider bodies, as the APIs document and send them; those of issue 42
+are real recordings, from ``tests/corpus/chat.json``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import gzip
 import inspect
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,11 +22,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_harness import _model
-from pytest_harness._cassettes import matching, store
+from pytest_harness._cassettes import bodies, files, matching, store
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
 from pytest_harness._watch import Spend, priced
-from pytest_harness._wire import anthropic, chat, gemini, recognise, request_api, responses
+from pytest_harness._wire import (
+    Recognised,
+    anthropic,
+    chat,
+    gemini,
+    recognise,
+    request_api,
+    responses,
+    sse,
+)
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -568,6 +581,253 @@ def test_any_responses_output_items_never_raise(items: list[Any], status: Any) -
     found = recognise(RESPONSES, None, 200, JSON, body)
     if found is not None:
         assert all(isinstance(call.raw_arguments, str) for call in found.response.tool_calls)
+
+
+# OpenAI-compatible providers' chat replies (issue 42), read from the real bodies of
+# tests/corpus/chat.json (its README says where each came from).
+
+CORPUS = {
+    record["case"]: record
+    for record in json.loads((Path(__file__).parent / "corpus/chat.json").read_text())
+}
+
+
+def recorded(case: str, text: str | None = None) -> Recognised:
+    """A corpus reply (or ``text`` in its place) as recognition reads it."""
+    record = CORPUS[case]
+    headers = {"Content-Type": [record["content_type"]]}
+    body = (record["response"] if text is None else text).encode()
+    found = recognise(record["uri"], None, 200, headers, body)
+    assert found is not None
+    return found
+
+
+def as_stored(case: str, text: str | None = None) -> Recognised | None:
+    """The same reply read from a cassette's stored form (``files.recognised``)."""
+    record = CORPUS[case]
+    stored = bodies.stored(record["response"] if text is None else text)
+    interaction = {
+        "request": {"method": "POST", "uri": record["uri"], "body": None, "headers": {}},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": [record["content_type"]]},
+            "body": stored if isinstance(stored, dict) else {"string": stored},
+        },
+    }
+    return files.recognised(interaction)
+
+
+def message_of(case: str) -> dict[str, Any]:
+    message: dict[str, Any] = json.loads(CORPUS[case]["response"])["choices"][0]["message"]
+    return message
+
+
+def stream_chunks(case: str) -> list[dict[str, Any]]:
+    """The JSON chunks of a corpus stream, in order."""
+    return [json.loads(data) for _, data in sse.events(CORPUS[case]["response"]) if data[0] == "{"]
+
+
+def stream_text(chunks: list[dict[str, Any]], done: bool = True) -> str:
+    """Chunks as an SSE body, as the providers write it, ending with ``data: [DONE]``."""
+    text = "".join(f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n" for chunk in chunks)
+    return text + ("data: [DONE]\n\n" if done else "")
+
+
+def test_a_content_of_parts_reads_its_text_parts_as_content_and_thinking_as_reasoning() -> None:
+    """Mistral's reply: a thinking part (its text in parts), then a text part."""
+    thinking, text = message_of("mistral_content_parts_thinking_text")["content"]
+    found = recorded("mistral_content_parts_thinking_text")
+    response = found.response
+    assert (response.content, response.reasoning) == (text["text"], thinking["thinking"][0]["text"])
+    assert (response.finish_reason, response.interrupted, response.usage.total_tokens) == (
+        "stop",
+        False,
+        1411,
+    )
+    assert failure(response) is None
+    # litellm's OpenAI reader cannot read a list of parts (it raises): the seam's replay
+    # sends such a reply through litellm, as recorded (test_seam_replay.py).
+    assert not found.as_sent
+
+
+def test_a_streamed_content_of_parts_adds_up_to_the_same() -> None:
+    """Magistral streams its parts as deltas (a part list each, or text): here the corpus
+    reply's parts, cut into deltas of both kinds (no stream of it was recorded)."""
+    thinking, text = message_of("mistral_content_parts_thinking_text")["content"]
+    thought, said = thinking["thinking"][0]["text"], text["text"]
+    base = {"id": "x", "object": "chat.completion.chunk", "model": "magistral-medium-latest"}
+
+    def chunk(content: Any, finish: str | None = None) -> dict[str, Any]:
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+        }
+
+    def think(piece: str) -> list[dict[str, Any]]:
+        return [{"type": "thinking", "thinking": [{"type": "text", "text": piece}]}]
+
+    half = len(thought) // 2
+    chunks = [
+        chunk(""),
+        chunk(think(thought[:half])),
+        chunk(think(thought[half:])),
+        chunk([{"type": "text", "text": said[:10]}]),
+        chunk(said[10:]),
+        chunk("", "stop"),
+    ]
+    response = read(CHAT, stream_text(chunks), SSE)
+    assert (response.content, response.reasoning, response.finish_reason) == (
+        said,
+        thought,
+        "stop",
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["groq_reasoning_field", "cerebras_reasoning_field", "cerebras_reasoning_field_second_turn"],
+)
+def test_reasoning_sent_as_its_own_field_is_read(case: str) -> None:
+    message = message_of(case)
+    found = recorded(case)
+    assert (found.response.content, found.response.reasoning) == (
+        message["content"],
+        message["reasoning"],
+    )
+    assert not found.as_sent  # litellm maps a provider's reasoning field: it reads it
+
+
+def test_reasoning_streamed_with_its_details_is_read_once_and_from_the_details_alone() -> None:
+    """OpenRouter sends each piece twice, as ``reasoning`` and in ``reasoning_details``."""
+    chunks = stream_chunks("openrouter_stream_reasoning_details")
+    said = "".join(c["choices"][0]["delta"].get("reasoning") or "" for c in chunks)
+    assert said.startswith("The question asks for the capital of France.")
+    assert recorded("openrouter_stream_reasoning_details").response.reasoning == said
+    for chunk in chunks:
+        chunk["choices"][0]["delta"].pop("reasoning", None)
+    details_only = stream_text(chunks)
+    assert recorded("openrouter_stream_reasoning_details", details_only).response.reasoning == said
+
+
+def test_reasoning_details_of_a_reply_are_read_without_its_encrypted_ones() -> None:
+    message = {
+        "role": "assistant",
+        "content": "Paris.",
+        "reasoning_details": [
+            {"type": "reasoning.summary", "summary": "The capital, asked."},
+            {"type": "reasoning.encrypted", "data": "gAAAAB..."},
+            {"type": "reasoning.text", "text": "France's capital is Paris."},
+        ],
+    }
+    body = {**CHAT_CACHED, "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    assert read(CHAT, body).reasoning == "The capital, asked.\n\nFrance's capital is Paris."
+
+
+# A stream's end: its data: [DONE].
+
+NO_FINISH = "chat_stream_no_finish_reason"
+
+
+def test_a_stream_that_sent_its_done_finished_without_a_finish_reason() -> None:
+    """OpenRouter (provider Novita) sends no finish_reason in any chunk; the usage chunk and
+    [DONE] came: a whole reply, its finish reason None as sent (litellm makes one up)."""
+    found = recorded(NO_FINISH)
+    response = found.response
+    assert (response.finish_reason, response.interrupted) == (None, False)
+    # Novita sends the call's name again in each chunk: read as the SDK reads it, added up.
+    assert [call.arguments for call in response.tool_calls] == [{}]
+    assert response.usage == Usage(prompt_tokens=57, completion_tokens=17, total_tokens=74)
+    assert failure(response) is None
+    assert not found.as_sent
+    assert as_stored(NO_FINISH) == found
+
+
+def test_every_cut_of_that_stream_before_its_done_is_interrupted() -> None:
+    whole = CORPUS[NO_FINISH]["response"]
+    end = whole.index("data: [DONE]")
+    for cut in [*range(0, end, 7), end - 1, end]:
+        found = recognise(CHAT, None, 200, SSE, whole[:cut].encode())
+        assert found is None or found.response.interrupted, cut
+        assert as_stored(NO_FINISH, whole[:cut]) == found, cut
+    for cut in (end + len("data: [DONE]"), len(whole)):
+        assert not recorded(NO_FINISH, whole[:cut]).response.interrupted, cut
+
+
+def test_what_follows_done_is_not_read() -> None:
+    """The SDK stops reading at [DONE]."""
+    extra = 'data: {"choices":[{"index":0,"delta":{"content":"late"},"finish_reason":"stop"}]}\n\n'
+    text = CORPUS[NO_FINISH]["response"] + extra
+    response = recorded(NO_FINISH, text).response
+    assert (response.content, response.finish_reason) == (None, None)
+    assert as_stored(NO_FINISH, text) == recorded(NO_FINISH, text)
+
+
+def test_a_finish_reason_of_empty_text_is_none_and_done_still_ends_the_stream() -> None:
+    """No recording with ``finish_reason: ""`` was found (tests/corpus/README.md; Ollama sent
+    it until mid-2024): this is the corpus's chat_stream_no_finish_reason with its last
+    chunk's finish_reason set to ""."""
+    chunks = stream_chunks(NO_FINISH)
+    chunks[-1]["choices"][0]["finish_reason"] = ""
+    ended = recorded(NO_FINISH, stream_text(chunks))
+    assert (ended.response.finish_reason, ended.response.interrupted) == (None, False)
+    assert as_stored(NO_FINISH, stream_text(chunks)) == ended
+    cut = recorded(NO_FINISH, stream_text(chunks, done=False))
+    assert (cut.response.finish_reason, cut.response.interrupted) == (None, True)
+    assert as_stored(NO_FINISH, stream_text(chunks, done=False)) == cut
+
+
+# A stream that failed: an error chunk.
+
+FAILED = "openrouter_stream_error_chunk_after_reasoning"
+
+
+def test_an_error_chunk_after_reasoning_is_a_failed_reply_whose_error_is_shown() -> None:
+    """OpenRouter's chunk ``error: {code: 400, message: "Token limit reached"}`` after the
+    reasoning and two ``length`` finishes: the SDK raises APIError("Token limit reached")."""
+    found = recorded(FAILED)
+    response = found.response
+    assert (response.interrupted, response.finish_reason) == (True, None)
+    assert response.refusal == "error: Token limit reached"
+    assert response.reasoning == "We need to respond to a greeting. The user"
+    assert response.usage == Usage(prompt_tokens=43, completion_tokens=10, total_tokens=53)
+    assert not found.as_sent
+    assert as_stored(FAILED) == found
+    message = failure(response)
+    assert message is not None
+    assert "returned an interrupted response" in message
+    assert "refusal: 'error: Token limit reached'" in message
+    assert "finish_reason: None" in message
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        ({"code": 502, "message": "Provider disconnected"}, "error: Provider disconnected"),
+        ({"code": 502}, "error: An error occurred during streaming"),  # the SDK's words
+        ("upstream timed out", "error: upstream timed out"),
+    ],
+)
+def test_an_error_chunk_after_text_is_read_up_to_it(error: Any, shown: str) -> None:
+    """The corpus's error stream, its error replaced, and text before and after it: the SDK
+    hands the app what came before the error, and reads nothing after it."""
+    chunks = stream_chunks(FAILED)
+    chunks[0]["choices"][0]["delta"]["content"] = "Hello"
+    chunks[-1]["error"] = error
+    late = {**chunks[1], "error": None, "choices": [{"index": 0, "delta": {"content": "!"}}]}
+    response = recorded(FAILED, stream_text([*chunks, late])).response
+    assert (response.content, response.refusal, response.interrupted) == ("Hello", shown, True)
+
+
+def test_a_stream_with_an_error_chunk_is_not_passed_on_as_sent() -> None:
+    """Fields litellm passes on, a finish reason and usage, but an error chunk: the SDK
+    raises at it, so litellm's reading is not recognition's."""
+    chunks = [
+        {"id": "x", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]},
+        {"id": "x", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}},
+    ]
+    assert chat.as_sent(chunks, streamed=True)
+    failed = [*chunks, {"id": "x", "choices": [], "error": {"message": "overloaded"}}]
+    assert not chat.as_sent(failed, streamed=True)
 
 
 # End to end: an application's zstd reply and refusal, recorded then replayed.

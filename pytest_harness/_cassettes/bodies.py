@@ -65,10 +65,12 @@ def text(body: Mapping[str, Any]) -> str:
     return _events_text(body.get("events"), options)
 
 
-def json_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The events of a stored event list whose data is JSON, as (name, data): what
-    ``_wire.sse.json_events`` reads from its text (``text``), without writing it out. A name is
-    ``""`` when none was given; an event whose text is not JSON (``[DONE]``) is left out."""
+def stream_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The events of a stored event list as (name, data): what ``_wire.sse.stream_events``
+    reads from its text (``text``), without writing it out. A name is ``""`` when none was
+    given; an event whose text is not JSON is left out, but for ``[DONE]``, which ends the
+    list as ``(sse.DONE, {})`` (a chat stream that sent it came to its end; what follows it
+    is not read)."""
     found: list[tuple[str, Any]] = []
     for event in body.get("events") or ():
         if not isinstance(event, Mapping):
@@ -78,8 +80,11 @@ def json_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
         if "data" in event:
             found.append((name, event["data"]))
             continue
+        text = str(event.get("text"))
+        if text.startswith(sse.DONE):
+            return [*found, (sse.DONE, {})]
         try:
-            found.append((name, json.loads(str(event.get("text")))))
+            found.append((name, json.loads(text)))
         except (ValueError, RecursionError):
             continue
     return found

@@ -416,7 +416,9 @@ def recognised(interaction: Mapping[str, Any]) -> _wire.Recognised | None:
     if isinstance(body, Mapping) and "json" in body:
         return _wire.recognise_parsed(uri, asked, status, headers, value=body["json"])
     if isinstance(body, Mapping) and "events" in body:
-        return _wire.recognise_parsed(uri, asked, status, headers, events=bodies.json_events(body))
+        return _wire.recognise_parsed(
+            uri, asked, status, headers, events=bodies.stream_events(body)
+        )
     return _wire.recognise(uri, asked, status, headers, body_bytes(body))
 
 

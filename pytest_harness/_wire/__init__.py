@@ -20,8 +20,10 @@ once: ``Recognised`` keeps the response and the parsed body.
 and, when it holds a successful reply of a known API, plain or streamed, returns the API, the
 provider and model (for price look-ups) and its ``ModelResponse``. It goes by the body's
 shape; the URL only names a Gemini model. A cut-off stream is recognised as
-``interrupted``, an empty reply as empty, a refusal or a blocked prompt with its ``refusal``
-(the caller judges them). A background Responses reply polled before it finished is no
+``interrupted`` (a chat stream that sent its ``data: [DONE]`` was not cut off, finish reason
+or not; one that sent an error chunk failed: interrupted, its error in ``refusal``), an
+empty reply as empty, a refusal or a blocked prompt with its ``refusal`` (the caller judges
+them). A background Responses reply polled before it finished is no
 reply yet: None. Anything else is None: an error status or body, embeddings, a model list,
 malformed JSON or SSE, a field of the wrong type. It never raises, never prices (``cost``
 None), never times (``latency_s`` 0).
@@ -124,7 +126,7 @@ def recognise(
     if not isinstance(status, int) or not 200 <= status < 300 or text is None:
         return None
     if sse.is_event_stream(headers, text):
-        events = sse.json_events(text)
+        events = sse.stream_events(text)
         return recognise_parsed(uri, request_body, status, headers, events=events)
     return recognise_parsed(uri, request_body, status, headers, value=loads(text))
 
@@ -139,7 +141,8 @@ def recognise_parsed(
     events: Sequence[tuple[str, Any]] | None = None,
 ) -> Recognised | None:
     """``recognise`` of a body already parsed: its JSON ``value``, or its ``events`` (name,
-    JSON data) when it is a server-sent event stream; never raises.
+    JSON data) when it is a server-sent event stream, as ``sse.stream_events`` reads them (a
+    ``data: [DONE]`` last, as ``(sse.DONE, {})``); never raises.
 
     A cassette keeps JSON bodies parsed (``_cassettes.bodies``): its reader need not write
     them out to parse them again. The request body may be given parsed too.
@@ -147,7 +150,7 @@ def recognise_parsed(
     if not isinstance(status, int) or not 200 <= status < 300:
         return None
     if events is not None:
-        data: Any = [data for _, data in events]
+        data: Any = [data for _, data in sse.ended(events)[0]]
         found, streamed = _from_events(list(events)), True
     elif sse.is_event_stream(headers, ""):  # a JSON value served as a stream: no events in it
         return None
@@ -188,19 +191,21 @@ def _from_json(data: Any) -> Found | None:
 
 
 def _from_events(found: list[tuple[str, Any]]) -> Found | None:
-    """The reply a stream's events hold, read by the format their kinds say."""
+    """The reply a stream's events hold, read by the format their kinds say. Only a chat
+    stream is read with its ``data: [DONE]`` (the others never send one)."""
     events: Events = [(name, data) for name, data in found if isinstance(data, dict)]
     if not events or len(events) < len(found):
         return None
-    kinds = {event_kind(name, data) for name, data in events}
+    sent, _ = sse.ended(events)
+    kinds = {event_kind(name, data) for name, data in sent}
     if any(kind.startswith("response.") for kind in kinds):
-        return responses.read_events(events)
+        return responses.read_events(sent)
     if kinds & anthropic.EVENTS:
-        return anthropic.read_events(events)
-    if any("choices" in data for _, data in events):
+        return anthropic.read_events(sent)
+    if any("choices" in data for _, data in sent):
         return chat.read_events(events)
-    if any(gemini.is_response(data) for _, data in events):
-        return gemini.read_events(events)
+    if any(gemini.is_response(data) for _, data in sent):
+        return gemini.read_events(sent)
     return None
 
 

@@ -18,7 +18,8 @@ from pytest_harness._wire._json import as_dicts, as_int, as_str, json_text, load
 
 # (api, response, the model its body names or "")
 Found: TypeAlias = "tuple[str, ModelResponse, str]"
-# A stream's events: (event name, its JSON object).
+# A stream's events: (event name, its JSON object); a chat stream's ``data: [DONE]`` last, as
+# ``(sse.DONE, {})`` (``sse.stream_events``).
 Events: TypeAlias = "list[tuple[str, dict[str, Any]]]"
 
 # The roles whose turns are the system prompt (Chat Completions, Responses input items).

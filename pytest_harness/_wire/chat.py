@@ -1,12 +1,20 @@
 """OpenAI Chat Completions and the providers compatible with it: requests, replies, streams.
 
 A reply is a chat completion (its first choice read: message, tool calls, finish reason,
-refusal) with a usage block; a stream is its chunks, whose deltas add up to the same. The
-same readers build the seam's ``ModelResponse`` from litellm's output (``read_completion``,
-``read_stream``: litellm answers every provider in this shape), so each first checks the
-type of every field it reads (``completion_problem``, ``chunk_problem``): a completion or
-chunk of the wrong shape is a ``ProviderResponseError`` that names the field, never a Python
-error. Recognition reads a recorded body only once those checks found nothing.
+refusal) with a usage block; a stream is its chunks, whose deltas add up to the same. A
+message's content is its text, or a list of parts (Mistral's): its ``text`` parts are the
+content, its ``thinking`` parts reasoning. Reasoning also comes in a field of its own:
+``reasoning_content`` (DeepSeek, vLLM, litellm), ``reasoning`` (Groq, Cerebras, OpenRouter)
+or OpenRouter's ``reasoning_details``. A stream that sent its ``data: [DONE]`` came to its
+end, with a finish reason or without one (OpenRouter's providers, Snowflake Cortex send
+none); a stream with an ``error`` chunk failed (the SDK raises ``APIError`` at it).
+
+The same readers build the seam's ``ModelResponse`` from litellm's output
+(``read_completion``, ``read_stream``: litellm answers every provider in this shape), so
+each first checks the type of every field it reads (``completion_problem``,
+``chunk_problem``): a completion or chunk of the wrong shape is a ``ProviderResponseError``
+that names the field, never a Python error. Recognition reads a recorded body only once
+those checks found nothing.
 
 ``as_sent`` says whether litellm passes a recognised reply on as it is: the seam's replay
 then answers with the response recognition read (``Recognised.as_sent``), not through
@@ -22,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_harness._response import ModelResponse, Pricing, ToolCall, Usage, split_think
+from pytest_harness._wire import sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str
 from pytest_harness._wire._values import (
     Asked,
@@ -85,15 +94,17 @@ def read_reply(data: Any) -> Found | None:
 
 
 def read_events(events: Events) -> Found | None:
-    """A stream's chunks added up; None when one of them is not a chunk."""
-    chunks = [data for _, data in events]
+    """A stream's chunks added up; None when one of them is not a chunk. Its events end
+    with ``(sse.DONE, {})`` when it sent its ``data: [DONE]`` (``sse.stream_events``)."""
+    sent, done = sse.ended(events)
+    chunks = [data for _, data in sent]
     if any(chunk_problem(chunk) is not None for chunk in chunks):
         return None
     finish = None
-    for chunk in chunks:
+    for chunk in chunks:  # "" is no finish reason (Ollama sent it in every chunk until 2024)
         finish = (chunk.get("choices") or [{}])[0].get("finish_reason") or finish
     response = read_stream(
-        chunks, finish_reason=finish, model="", cost=_unpriced, started=0, checked=True
+        chunks, finish_reason=finish, model="", cost=_unpriced, started=0, checked=True, ended=done
     )
     model = next((m for c in reversed(chunks) if (m := as_str(c.get("model")))), "")
     return _API, response, model
@@ -119,7 +130,9 @@ def _messages_sent(choices: list[dict[str, Any]]) -> bool:
 
 # What litellm passes on unchanged from an OpenAI-compatible chat completion: these finish
 # reasons (it maps others), these message fields (a provider's own ``reasoning`` it may map),
-# a content that opens with no think block (it moves one into ``reasoning_content``).
+# a content that is text (a list of parts it cannot read) and opens with no think block (it
+# moves one into ``reasoning_content``), no error chunk (the SDK raises at it, and the seam
+# keeps the chunks before it).
 _AS_SENT_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _AS_SENT_FIELDS = frozenset(
     {"role", "content", "tool_calls", "refusal", "reasoning_content", "annotations"}
@@ -140,6 +153,8 @@ def as_sent(payload: Any, *, streamed: bool) -> bool:
         data = payload if isinstance(payload, Mapping) else {}
         return _passed_on(data.get("choices"), "message", data.get("usage"))
     chunks = [chunk for chunk in payload if isinstance(chunk, Mapping)]
+    if any(_error(chunk) for chunk in chunks):
+        return False
     usage = next((chunk["usage"] for chunk in chunks if chunk.get("usage")), None)
     choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
     return _passed_on(choices, "delta", usage)
@@ -155,7 +170,8 @@ def _passed_on(choices: Any, part: str, usage: Any) -> bool:
         message = choice.get(part) if isinstance(choice, Mapping) else None
         if not isinstance(message, Mapping) or not _AS_SENT_FIELDS.issuperset(message):
             return False
-        if isinstance(message.get("content"), str) and _THINK.match(message["content"]):
+        content = message.get("content")
+        if not isinstance(content, (str, type(None))) or (content and _THINK.match(content)):
             return False
         reason = choice.get("finish_reason")
         if reason is not None and reason not in _AS_SENT_FINISH:
@@ -185,11 +201,11 @@ def read_completion(
         raise _unreadable(model, "a chat completion", problem)
     choice = data["choices"][0]
     message = choice.get("message") or {}
-    content = message.get("content")
+    content, thoughts = _parts(message.get("content"))
     usage = _usage(data.get("usage"))
     return ModelResponse(
         content=content,
-        reasoning=message.get("reasoning_content") or split_think(content)[0],
+        reasoning=_reasoning(message, "\n\n") or "\n\n".join(thoughts) or split_think(content)[0],
         tool_calls=tuple(_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])),
         finish_reason=choice.get("finish_reason"),
         interrupted=False,
@@ -210,11 +226,23 @@ def read_stream(
     cost: Pricing,
     started: float,
     checked: bool = False,
+    ended: bool = False,
 ) -> ModelResponse:
-    """The response a stream's chunks add up to; without a finish reason it was interrupted.
+    """The response a stream's chunks add up to. It was interrupted when it stopped before
+    its end with no finish reason, or when it failed: a chunk sent an ``error`` (the chunks
+    are read up to it; no finish reason; the error is its ``refusal``, the field a failure
+    message shows).
 
-    ``checked``: the chunks were read before (``chunk_problem`` found nothing in any): their
-    shape is not checked again.
+    Args:
+        chunks: the chunks, in order.
+        finish_reason: the last finish reason the stream sent, or None.
+        model: the model asked for.
+        cost: the USD cost of the usage, or None when unknown.
+        started: ``time.perf_counter()`` when the call started.
+        checked: the chunks were read before (``chunk_problem`` found nothing in any): their
+            shape is not checked again.
+        ended: the stream came to its end (it sent ``data: [DONE]``): without a finish
+            reason it is a whole reply all the same, its ``finish_reason`` None.
 
     Raises:
         ProviderResponseError: a chunk has a field of the wrong type.
@@ -223,35 +251,108 @@ def read_stream(
         problem = chunk_problem(chunk)
         if problem is not None:
             raise _unreadable(model, "a stream", f"chunk {number} of {len(chunks)}: {problem}")
-    content: list[str] = []
-    reasoning: list[str] = []
-    refused: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    usage: Any = None
-    for data in chunks:
-        usage = data.get("usage") or usage
-        for choice in data.get("choices") or []:
-            delta = choice.get("delta") or {}
-            content.append(delta.get("content") or "")
-            reasoning.append(delta.get("reasoning_content") or "")
-            refused.append(delta.get("refusal") or "")
-            for part in delta.get("tool_calls") or []:
-                _merge_tool_delta(calls, part)
-    text = "".join(content) or None
-    counted = _usage(usage)
+    chunks, error = _until_error(chunks)
+    if error is not None:  # a failed reply: whatever finish reason came, it did not finish
+        finish_reason = None
+    added = _Deltas(chunks)
+    counted = _usage(added.usage)
     return ModelResponse(
-        content=text,
-        reasoning="".join(reasoning) or split_think(text)[0],
-        tool_calls=tuple(_tool_call(i, calls[i]) for i in sorted(calls)),
+        content=added.text,
+        reasoning=added.reasoning or split_think(added.text)[0],
+        tool_calls=tuple(_tool_call(i, added.calls[i]) for i in sorted(added.calls)),
         finish_reason=finish_reason,
-        interrupted=finish_reason is None,
-        refusal=_refusal("".join(refused), finish_reason),
+        interrupted=error is not None or (finish_reason is None and not ended),
+        refusal=error or _refusal(added.refused, finish_reason),
         usage=counted,
         cost=cost(counted),
         model=model,
         id=next(filter(None, map(_id, chunks)), None),
         latency_s=time.perf_counter() - started,
     )
+
+
+def _until_error(
+    chunks: Sequence[Mapping[str, Any]],
+) -> tuple[Sequence[Mapping[str, Any]], str | None]:
+    """The chunks up to the first that sends an error, that one included (its usage counts;
+    the SDK reads nothing after it), and its error; all of them and None when none does."""
+    for number, chunk in enumerate(chunks):
+        error = _error(chunk)
+        if error is not None:
+            return chunks[: number + 1], error
+    return chunks, None
+
+
+class _Deltas:
+    """What a stream's deltas add up to: text, reasoning, refusal, tool calls, its usage."""
+
+    def __init__(self, chunks: Sequence[Mapping[str, Any]]) -> None:
+        content: list[str] = []
+        reasoning: list[str] = []
+        refused: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: Any = None
+        for data in chunks:
+            self.usage = data.get("usage") or self.usage
+            for choice in data.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text, thoughts = _parts(delta.get("content"))
+                content.append(text or "")
+                reasoning.append(_reasoning(delta, "") or "".join(thoughts))
+                refused.append(delta.get("refusal") or "")
+                for part in delta.get("tool_calls") or []:
+                    _merge_tool_delta(self.calls, part)
+        self.text = "".join(content) or None
+        self.reasoning = "".join(reasoning)
+        self.refused = "".join(refused)
+
+
+def _parts(content: Any) -> tuple[str | None, list[str]]:
+    """A message's (or a delta's) content as its text and the texts of its thinking: a
+    string is all text; a list of parts (Mistral's) gives its ``text`` parts joined (None
+    when there are none) and the text of each ``thinking`` part (a string, or text parts)."""
+    if not isinstance(content, list):
+        return content, []
+    parts = as_dicts(content)
+    text = "".join(as_str(part.get("text")) for part in parts if part.get("type") == "text")
+    thoughts = []
+    for part in parts:
+        thinking = part.get("thinking") if part.get("type") == "thinking" else None
+        inner = [thinking] if isinstance(thinking, str) else as_dicts(thinking)
+        thoughts += [t if isinstance(t, str) else as_str(t.get("text")) for t in inner]
+    return text or None, [thought for thought in thoughts if thought]
+
+
+# OpenRouter's reasoning_details: the field that holds the text of each kind with text.
+_DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+
+def _reasoning(message: Mapping[str, Any], separator: str) -> str:
+    """The reasoning a message (or a delta) sends in a field of its own, the first given:
+    ``reasoning_content``, ``reasoning``, else the text of its ``reasoning_details`` (an
+    encrypted one has none) joined by ``separator``; "" when there is none."""
+    for name in ("reasoning_content", "reasoning"):
+        text = as_str(message.get(name))
+        if text:
+            return text
+    details = as_dicts(message.get("reasoning_details"))
+    texts = [as_str(d.get(_DETAIL_TEXT.get(as_str(d.get("type")), ""))) for d in details]
+    return separator.join(text for text in texts if text)
+
+
+def _error(chunk: Mapping[str, Any]) -> str | None:
+    """A chunk's ``error`` as a failure message shows it, ``error: <message>``, or None when
+    it sends none. The SDK raises ``APIError`` at a chunk whose ``error`` is set, with its
+    ``message`` (else its own words, here too); an error given as text is its message."""
+    error = chunk.get("error")
+    if not error:
+        return None
+    message = error.get("message") if isinstance(error, Mapping) else error
+    shown = message if isinstance(message, str) and message else _STREAM_ERROR
+    return f"error: {shown}"
+
+
+_STREAM_ERROR = "An error occurred during streaming"  # the SDK's message for such an error
 
 
 def _refusal(text: str | None, finish_reason: str | None) -> str | None:
@@ -329,7 +430,13 @@ _USAGE = {"prompt_tokens": int, "completion_tokens": int, "total_tokens": int}
 
 def _message(arguments: type | tuple[type, ...]) -> dict[str, Any]:
     call = {"id": str, "index": int, "function": {"name": str, "arguments": arguments}}
-    return {"content": str, "reasoning_content": str, "refusal": str, "tool_calls": [call]}
+    # A list of parts is read part by part, each of any shape (``_parts``).
+    return {
+        "content": (str, list),
+        "reasoning_content": str,
+        "refusal": str,
+        "tool_calls": [call],
+    }
 
 
 # A stream's argument pieces are text to join; a whole call's may also come parsed.

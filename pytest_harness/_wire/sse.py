@@ -2,7 +2,9 @@
 
 Model streams (recognition), MCP's streamed answers (``_cassettes.mcp``) and a cassette's
 stored event lists (``_cassettes.bodies``, which writes the events back and keeps the list
-only when that gives the same bytes) all read an SSE body here. ``parse`` follows the
+only when that gives the same bytes) all read an SSE body here. A model stream is read with
+its end: OpenAI's ``data: [DONE]`` is kept as the event ``(DONE, {})`` (``stream_events``),
+so that a reader tells a stream that came to its end from one cut off. ``parse`` follows the
 specification's field rules: lines split at CR, LF or CRLF; a blank line ends an event;
 ``event:`` names it, ``data:`` lines add to its data (one space after the colon dropped);
 comments (``:``), ``id`` and ``retry`` are read past; an event without data is no event.
@@ -12,11 +14,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 _LINES = re.compile(r"\r\n|\r|\n")
 _FIRST_FIELD = re.compile(r"\A\s*(?:data|event):")
+# The data of the last event of an OpenAI-style stream (Chat Completions and the providers
+# compatible with it): not JSON. The SDK stops reading at an event whose data starts so.
+DONE = "[DONE]"
 
 
 def is_event_stream(headers: Mapping[str, Any], text: str) -> bool:
@@ -59,10 +64,33 @@ def events(text: str) -> Iterator[tuple[str, str]]:
 
 def json_events(text: str) -> list[tuple[str, Any]]:
     """The events whose data is JSON, decoded; the others (``[DONE]``, a cut event) left out."""
-    found = []
+    return [(name, value[0]) for name, data in events(text) if (value := _decoded(data))]
+
+
+def stream_events(text: str) -> list[tuple[str, Any]]:
+    """A model stream's events whose data is JSON, decoded, up to its ``data: [DONE]``, kept
+    last as ``(DONE, {})`` (``ended`` finds it); what follows it is not read, as the SDK
+    reads none of it. Other events whose data is not JSON (a cut one) are left out."""
+    found: list[tuple[str, Any]] = []
     for name, data in events(text):
-        try:
-            found.append((name, json.loads(data)))
-        except (ValueError, RecursionError):
-            continue
+        if data.startswith(DONE):
+            return [*found, (DONE, {})]
+        value = _decoded(data)
+        if value:
+            found.append((name, value[0]))
     return found
+
+
+def ended(events: Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, Any]], bool]:
+    """A model stream's events without the ``(DONE, {})`` that ends them, and whether it came."""
+    if events and tuple(events[-1]) == (DONE, {}):
+        return list(events[:-1]), True
+    return list(events), False
+
+
+def _decoded(data: str) -> tuple[Any] | None:
+    """The JSON value of an event's data, in a 1-tuple (JSON has ``null``), or None."""
+    try:
+        return (json.loads(data),)
+    except (ValueError, RecursionError):
+        return None

@@ -81,7 +81,10 @@ class ModelResponse:
     Attributes:
         content: the text exactly as the model gave it (think blocks included), or None.
         reasoning: litellm's ``reasoning_content``, else the text of the think blocks.
-        tool_calls: the tool calls requested.
+        tool_calls: the tool calls requested: those the caller is to run.
+        provider_tool_calls: the tools the provider ran itself while answering (OpenAI
+            Responses' hosted tools: ``web_search_call``, ``mcp_call``...): nothing for the
+            caller to run, so not in ``tool_calls``; kept to be shown apart.
         finish_reason: why the model stopped, as the provider said it.
         interrupted: a stream that ended without a finish reason (a partial, not a turn).
         refusal: the provider refused or blocked the call (its refusal text, or the field
@@ -98,6 +101,7 @@ class ModelResponse:
     content: str | None
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    provider_tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     interrupted: bool = False
     refusal: str | None = None
@@ -146,6 +150,12 @@ def _reasoning(response: ResponseLike) -> str:
     return getattr(response, "reasoning", None) or ""
 
 
+def _ran_tools(response: ResponseLike) -> bool:
+    """Whether the provider ran tools for the reply: their output (an image, a search) is
+    part of the answer, as the caller's tool calls are."""
+    return bool(getattr(response, "provider_tool_calls", ()))
+
+
 def visible_text(content: str | None) -> str:
     """The content with every think block removed (an unclosed one runs to the end)."""
     if not content:
@@ -181,7 +191,7 @@ class ResponseValidator:
             return False, "interrupted"
         if getattr(response, "refusal", None):
             return False, "refused"
-        if response.has_tool_calls:
+        if response.has_tool_calls or _ran_tools(response):
             return True, None
         if not (response.content or "").strip() and not _reasoning(response).strip():
             return False, "empty_response"
@@ -191,7 +201,7 @@ class ResponseValidator:
         """True for a text response whose visible content is blank once thinking is removed."""
         if response is None or response.interrupted:
             return False
-        if response.has_tool_calls:
+        if response.has_tool_calls or _ran_tools(response):
             return False
         return not visible_text(response.content).strip()
 

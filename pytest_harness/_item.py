@@ -532,13 +532,13 @@ class ItemReports:
 
     def traffic(self, watch: TrafficWatch) -> list[tuple[str, str]]:
         """The application's traffic as a run row, when it called tools (its model asked
-        for them, or it called them on an MCP server)."""
+        for them, or it called them on an MCP server) or its provider ran some (its events)."""
         if not watch.exchanges and not watch.tool_runs:
             return []
         from pytest_harness._report import session
 
         trajectory = watch.trajectory()
-        if not trajectory.tool_calls:
+        if not trajectory.tool_calls and not trajectory.events:
             return []
         return [session.trajectory_property(trajectory, self.item.nodeid)]
 

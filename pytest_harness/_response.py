@@ -85,7 +85,10 @@ class ModelResponse:
         reasoning: the reasoning sent apart from the text (litellm's
             ``reasoning_content``; a provider's ``reasoning`` field, thinking parts), else
             the text of the think blocks.
-        tool_calls: the tool calls requested.
+        tool_calls: the tool calls requested: those the caller is to run.
+        provider_tool_calls: the tools the provider ran itself while answering (OpenAI
+            Responses' hosted tools: ``web_search_call``, ``mcp_call``...): nothing for the
+            caller to run, so not in ``tool_calls``; kept to be shown apart.
         media: the output the reply carries besides text and tool calls, one entry per
             part, named by its MIME type (``image/png``; by the part's kind when it names
             none): Gemini's ``inlineData`` and ``fileData`` parts (an image it made), thought
@@ -109,6 +112,7 @@ class ModelResponse:
     content: str | None
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    provider_tool_calls: tuple[ToolCall, ...] = ()
     media: tuple[str, ...] = ()
     finish_reason: str | None = None
     interrupted: bool = False
@@ -159,8 +163,14 @@ def _reasoning(response: ResponseLike) -> str:
 
 
 def _answers(response: ResponseLike) -> bool:
-    """Whether the response answers with something besides text: tool calls, or media."""
-    return response.has_tool_calls or bool(getattr(response, "media", ()))
+    """Whether the response answers with something besides text: tool calls, tools the
+    provider ran for it (their output, an image or a search, is part of the answer), or
+    media."""
+    return (
+        response.has_tool_calls
+        or bool(getattr(response, "provider_tool_calls", ()))
+        or bool(getattr(response, "media", ()))
+    )
 
 
 def visible_text(content: str | None) -> str:

@@ -22,7 +22,10 @@ model gave no id (Gemini's calls often have none: the result then has none eithe
 of the client's own, such as pydantic-ai's ``pyd_ai_...``); a result without an id may also
 answer a call whose id no result of the request names. Each request sends the
 conversation's results again, in order: its k-th result answering by an id (by a name)
-answers the k-th call asked before it that this id (that name) may answer.
+answers the k-th call asked before it that this id (that name) may answer. A tool the
+provider ran itself while answering (a hosted tool: OpenAI Responses' web search, MCP...) is
+not one of the application's calls: it is an event of the trajectory (``ProviderToolCall``),
+shown in its table.
 
 Tool calls the application made on an MCP server over HTTP (``_cassettes.mcp.ToolRun``) are
 executions: each is matched to the earliest call the model asked for before it with the same
@@ -354,6 +357,37 @@ class ModelRequest:
         """The names of the tools the answer called."""
         return [call.name for call in self.answer.tool_calls]
 
+    @property
+    def provider_tool_calls(self) -> list[str]:
+        """The names of the tools the provider ran itself while answering."""
+        return [call.name for call in self.answer.provider_tool_calls]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderToolCall:
+    """A tool the provider ran itself while answering a request (a hosted tool: OpenAI
+    Responses' ``web_search_call``, ``mcp_call``...): nothing the application ran, so not one
+    of its tool calls, but an event of its trajectory (``TrafficTrajectory.events``).
+
+    Attributes:
+        request: which request of the test's traffic (1 for the first) got it in its answer.
+        name: the tool's name, or the item's kind when it has none (``web_search_call``).
+        raw_arguments: what the model asked of it, as the reply sent it.
+    """
+
+    request: int
+    name: str
+    raw_arguments: str = field(repr=False)
+
+    @property
+    def kind(self) -> str:
+        return "provider tool"
+
+    @property
+    def detail(self) -> str:
+        """The call as ``name(arguments)``."""
+        return f"{self.name}({self.raw_arguments})"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrafficTrajectory(Assertions[TrafficCall]):
@@ -372,8 +406,13 @@ class TrafficTrajectory(Assertions[TrafficCall]):
     runs: tuple[ToolRun, ...] = field(default=(), repr=False)
 
     @property
-    def events(self) -> tuple[()]:
-        return ()
+    def events(self) -> tuple[ProviderToolCall, ...]:
+        """The tools the provider ran itself while answering, in order."""
+        return tuple(
+            ProviderToolCall(request=r.number, name=call.name, raw_arguments=call.raw_arguments)
+            for r in self.requests
+            for call in r.answer.provider_tool_calls
+        )
 
     @property
     def request_count(self) -> int:

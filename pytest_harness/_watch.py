@@ -227,7 +227,8 @@ def forget(run_id: str) -> None:
 
 def exchange(seen: Seen, number: int, problem: str | None) -> dict[str, Any]:
     """The JSON-ready account of one model call of the application's: where it went, the
-    messages it sent, what came back, its tokens and latency (``latency_recorded`` when the
+    messages it sent, what came back (the tools the provider ran itself apart from the tool
+    calls the application is to run), its tokens and latency (``latency_recorded`` when the
     latency is the recording's, in replay), and its defect, if any (texts clipped). A
     message that sent no text shows as ``_wire.NO_TEXT``."""
     from pytest_harness._report.text import cut
@@ -250,6 +251,10 @@ def exchange(seen: Seen, number: int, problem: str | None) -> dict[str, Any]:
         "tool_calls": [
             {"name": call.name, "arguments": cut(call.raw_arguments)}
             for call in response.tool_calls
+        ],
+        "provider_tool_calls": [
+            {"name": call.name, "arguments": cut(call.raw_arguments)}
+            for call in response.provider_tool_calls
         ],
         "finish_reason": response.finish_reason,
         "prompt_tokens": response.usage.prompt_tokens,

@@ -11,6 +11,8 @@ where the two differ, as plain lines such as ``"<case>: finish_reason ours='stop
   ``DOCUMENTED``, each a difference we keep on purpose, with its reason.
 - ``test_reads_as_the_sdk``: cases our reader reads as the SDK does, named with what each
   shows (cached tokens, a Responses stream, provider-run Anthropic blocks, ADK's results).
+- ``test_a_provider_run_tool_is_not_the_apps_call``: the Responses items the provider runs
+  itself (web search, MCP...), not the app's calls, listed apart.
 - ``test_known_defect``: each defect of issue 42 that a real body shows, asserting what the
   SDK reads; strict xfails while open, so a fix turns one into XPASS and its mark goes (the
   check stays, and passes).
@@ -82,6 +84,9 @@ class Reading:
     media: tuple[str, ...] = ()  # the MIME type of each media part (an image), thoughts aside
     usage: dict[str, int] = field(default_factory=dict)
     failed: str | None = None  # the SDK raised while reading the body: why
+    # The tools the provider ran itself, by name: ours lists them apart from the app's calls
+    # (``provider_tool_calls``); the SDK has no such list (they are among ``output``'s items).
+    provider_calls: tuple[str, ...] = ()
 
 
 def usage(prompt: Any, completion: Any, total: Any = None, cached: Any = 0, written: Any = 0):
@@ -204,32 +209,39 @@ PROVIDER_RUN = {
     "code_interpreter_call",
     "mcp_call",
     "mcp_list_tools",
-    "tool_search_call",
 }
 
 
-def sdk_responses(record: dict[str, Any]) -> Reading:
-    from openai.types.responses import Response
+def app_runs(item: Any) -> bool:
+    """Whether the app runs an output item's tool: a ``*_call`` item the provider does not
+    run; a tool search only when its ``execution`` is the client's (the SDK's type says
+    "whether tool search was executed by the server or by the client")."""
+    if item.type == "tool_search_call":
+        return item.execution == "client"
+    return item.type.endswith("_call") and item.type not in PROVIDER_RUN
 
-    return responses_reading(openai_model(Response, json.loads(record["response"])))
 
+def sdk_response(record: dict[str, Any]) -> Any:
+    """The SDK's ``Response``: the body's, or a stream's final ``response.completed`` (or
+    ``.incomplete``, ``.failed``) event's, the events parsed as ``ResponseStreamEvent``."""
+    from openai.types.responses import Response, ResponseStreamEvent
 
-def sdk_responses_stream(record: dict[str, Any]) -> Reading:
-    """The response of the stream's final ``response.completed`` (or ``.incomplete``,
-    ``.failed``) event, the events parsed as ``ResponseStreamEvent``."""
-    from openai.types.responses import ResponseStreamEvent
-
+    if not streamed(record):
+        return openai_model(Response, json.loads(record["response"]))
     final = ("response.completed", "response.incomplete", "response.failed")
     events = [e for e in sdk_stream(openai, ResponseStreamEvent, record) if e.type in final]
-    return responses_reading(events[-1].response)
+    return events[-1].response
+
+
+def sdk_responses(record: dict[str, Any]) -> Reading:
+    return responses_reading(sdk_response(record))
 
 
 def responses_reading(reply: Any) -> Reading:
     """The Responses API has no finish reason: ``completed`` reads as ``tool_calls`` when
     the app has calls to run (provider-run items aside), else ``stop``; ``incomplete`` as
     its reason."""
-    app_calls = [i for i in reply.output if i.type.endswith("_call")]
-    app_calls = [i for i in app_calls if i.type not in PROVIDER_RUN]
+    app_calls = [i for i in reply.output if app_runs(i)]
     calls = tuple(
         (i.call_id, i.name, arguments(getattr(i, "arguments", None) or getattr(i, "input", None)))
         for i in app_calls
@@ -381,7 +393,7 @@ def streamed(record: dict[str, Any]) -> bool:
 def sdk_reading(record: dict[str, Any]) -> Reading:
     readers_by_api: dict[str, tuple[Callable[..., Reading], Callable[..., Reading]]] = {
         "openai.chat": (sdk_chat, sdk_chat_stream),
-        "openai.responses": (sdk_responses, sdk_responses_stream),
+        "openai.responses": (sdk_responses, sdk_responses),
         "anthropic.messages": (sdk_anthropic, sdk_anthropic_stream),
         "gemini.generate": (sdk_gemini, sdk_gemini),
     }
@@ -414,6 +426,7 @@ def our_reading(found: Any) -> Reading | None:
         text=reply.content,
         reasoning=reply.reasoning,
         calls=tuple((c.id or "", c.name, arguments(c.raw_arguments)) for c in reply.tool_calls),
+        provider_calls=tuple(c.name for c in reply.provider_tool_calls),
         finish_reason=reply.finish_reason,
         refusal=reply.refusal,
         media=reply.media,
@@ -447,6 +460,11 @@ def differences(case: str, mine: Reading, sdk: Reading) -> list[str]:
         lines.append(
             f"{case}: tool_call ids ours={[c[0] for c in mine.calls]} "
             f"sdk={[c[0] for c in sdk.calls]}"
+        )
+    if mine.provider_calls != sdk.provider_calls:
+        lines.append(
+            f"{case}: provider_tool_calls ours={list(mine.provider_calls)} "
+            f"sdk={list(sdk.provider_calls)}"
         )
     for name, value in sdk.usage.items():
         if mine.usage.get(name) != value:
@@ -529,6 +547,18 @@ def disagreements(record: dict[str, Any]) -> list[str]:
     return reply_disagreements(record) + request_disagreements(record)
 
 
+# The replies with tools the provider ran itself (hosted tools), and their names as our
+# reader lists them, apart from the app's tool calls (issue 42).
+PROVIDER_TOOLS = {
+    "responses_web_search_call": ["web_search_call"],
+    "responses_file_search_call": ["file_search_call"],
+    "responses_image_generation_call": ["image_generation_call"],
+    "responses_mcp_call": ["mcp_list_tools", "get_my_games"],
+    "responses_code_interpreter_call": ["code_interpreter_call"] * 3,
+    "responses_tool_search_call": ["tool_search_call"],
+    "responses_stream_tool_search_call": ["tool_search_call"],
+}
+
 # Differences kept on purpose, each with its reason.
 DOCUMENTED = {
     "groq_think_tags_in_content: reasoning ours='Okay, let\\'s tackle this simple math "
@@ -540,29 +570,20 @@ DOCUMENTED = {
         "stream accumulator appends every string but index and type ('0' + '0'); we keep the "
         "id once, as the project's next request answers it (tool_call_id '0')"
     ),
+    **{
+        f"{case}: provider_tool_calls ours={names} sdk=[]": (
+            "a provider-run tool listed apart from the app's tool calls: not the app's to run "
+            "(no tool_calls, finish stop, as the SDK reads it), but shown in the report's "
+            "exchange and as an event of the trajectory; the SDK has no such list, only "
+            "output's items"
+        )
+        for case, names in PROVIDER_TOOLS.items()
+    },
 }
-
-# Replies with a provider-run item (``responses_<kind>_call``) that our reader takes for the
-# app's tool call.
-PROVIDER_RUN_CASES = (
-    "web_search",
-    "file_search",
-    "image_generation",
-    "mcp",
-    "code_interpreter",
-    "tool_search",
-)
 
 # The lines (by their start) that the defects of issue 42 produce today: each defect has its
 # strict xfail in test_known_defect, which turns to XPASS when the reader is fixed.
-KNOWN_DEFECTS = (
-    *(
-        f"responses_{kind}_call: {field}"
-        for kind in PROVIDER_RUN_CASES
-        for field in ("finish_reason", "tool_calls")
-    ),
-    "responses_stream_tool_search_call: tool_calls",
-)
+KNOWN_DEFECTS: tuple[str, ...] = ()
 
 
 def all_disagreements() -> list[str]:
@@ -608,6 +629,26 @@ def test_reads_as_the_sdk(case: str) -> None:
     assert [line for line in disagreements(BY_CASE[case]) if line not in DOCUMENTED] == []
     if "cached" in case:
         assert sdk_reading(BY_CASE[case]).usage["cached"] > 0
+
+
+def provider_items(reply: Any) -> list[Any]:
+    """The SDK's output items whose tool the provider runs (a ``*_call`` item or
+    ``mcp_list_tools`` that the app does not run)."""
+    tool_items = [i for i in reply.output if i.type.endswith("_call") or i.type in PROVIDER_RUN]
+    return [i for i in tool_items if not app_runs(i)]
+
+
+@pytest.mark.parametrize("case", sorted(PROVIDER_TOOLS))
+def test_a_provider_run_tool_is_not_the_apps_call(case: str) -> None:
+    """Issue 42, fixed: the tools the provider ran are not the app's calls (its calls and the
+    finish reason are the SDK's), each item is listed apart under its id, and the reply
+    passes the response check (an image generated without a word of text is an answer)."""
+    same_calls_and_finish(case)
+    response = ours(BY_CASE[case]).response
+    items = provider_items(sdk_response(BY_CASE[case]))
+    assert [c.id for c in response.provider_tool_calls] == [i.id for i in items]
+    assert [c.name for c in response.provider_tool_calls] == PROVIDER_TOOLS[case]
+    assert readers().validator.problem(response) is None
 
 
 # What the SDK reads, asserted of our reader: one check per defect.
@@ -690,19 +731,6 @@ def defect(case: str, check: Callable[[str], None], what: str) -> Any:
         ),
         pytest.param(
             "adk_parallel_calls_without_id", same_call_ids, id="adk_parallel_calls_without_id"
-        ),
-        *(
-            defect(
-                f"responses_{kind}_call",
-                same_calls_and_finish,
-                f"a provider-run {kind}_call item reads as the app's tool call (tool_calls)",
-            )
-            for kind in PROVIDER_RUN_CASES
-        ),
-        defect(
-            "responses_stream_tool_search_call",
-            same_calls_and_finish,
-            "a provider-run tool_search_call item reads as the app's tool call (tool_calls)",
         ),
         # Fixed: an image-only Gemini reply (inlineData, finish STOP) read as an empty reply.
         pytest.param("gemini_image_only", not_empty, id="gemini_image_only"),

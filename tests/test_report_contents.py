@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,6 +247,7 @@ def test_each_application_call_is_recorded_with_what_it_sent_and_what_came_back(
         "response": None,
         "reasoning": None,
         "tool_calls": [{"name": "lookup", "arguments": "{}"}],
+        "provider_tool_calls": [],
         "finish_reason": "stop",
         "prompt_tokens": 11,
         "completion_tokens": 3,
@@ -256,6 +258,27 @@ def test_each_application_call_is_recorded_with_what_it_sent_and_what_came_back(
     }
     assert second["response"] == "It is on its way."
     assert (second["latency_s"], second["latency_recorded"]) == (None, False)
+
+
+def test_the_tools_the_provider_ran_are_recorded_apart_from_the_tool_calls() -> None:
+    """Issue 42, on a real reply (``tests/corpus``): the web search OpenAI ran itself is no
+    tool call of the application's, the reply finished, and the search is listed apart."""
+    records = json.loads((Path(__file__).parent / "corpus" / "responses.json").read_text())
+    record = next(r for r in records if r["case"] == "responses_web_search_call")
+    request = json.dumps(record["request"]).encode()
+    found = recognise(record["uri"], request, 200, {}, record["response"].encode())
+    assert found is not None
+    watch = TrafficWatch("t::search")
+    watch.seen(Seen(found, record["uri"], True, request=request, latency_s=None))
+    (call,) = calls_in(watch)["calls"]
+    assert (call["tool_calls"], call["finish_reason"], call["problem"]) == ([], "stop", None)
+    assert call["provider_tool_calls"] == [
+        {
+            "name": "web_search_call",
+            "arguments": '{"query": "latest news in Iceland October 2023", "type": "search"}',
+        }
+    ]
+    assert call["response"].startswith(found.response.text[:40])
 
 
 def test_a_test_keeps_its_first_calls_and_counts_the_rest() -> None:

@@ -259,6 +259,7 @@ def app_calls() -> dict[str, Any]:
         ],
         "response": None,
         "tool_calls": [{"name": "lookup_order", "arguments": '{"order": 42}'}],
+        "provider_tool_calls": [],
         "latency_s": 1.5,
     }
     second = {
@@ -270,6 +271,7 @@ def app_calls() -> dict[str, Any]:
         ],
         "response": "It shipped yesterday.",
         "tool_calls": [],
+        "provider_tool_calls": [{"name": "web_search_call", "arguments": '{"query": "ship"}'}],
         "latency_s": 0.81,
     }
     return {"test": APP, "test_outcome": "passed", "total": 23, "calls": [first, second]}
@@ -493,6 +495,10 @@ def test_an_application_call_shows_the_messages_it_sent_and_the_response_folded(
     ]
     assert sent[:2] == [("system", "You are a support bot."), ("user", "Where is my order?")]
     assert first.find("li", "tool-call").text == 'lookup_order({"order": 42})'
+    assert first.find_all("ul", "provider-tool-calls") == []
+    (ran,) = second.find("ul", "provider-tool-calls").find_all("li")
+    assert ran.text == 'ran by the provider: web_search_call({"query": "ship"})'
+    assert second.find_all("li", "tool-call") == []  # the provider's search is not the app's
     assert first.find_all("div", "response") == []  # it only asked for a tool
     assert second.find("div", "response").find(cls="full").text == "It shipped yesterday."
     assert second.find("li", "message", data_role="tool").text == 'tool: {"status": "shipped"}'

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_harness._cassettes.slot import Seen
+from pytest_harness._report.session import trajectory_property
 from pytest_harness._trajectory import TrafficTrajectory, from_traffic
 from pytest_harness._wire import Asked, SentResult, Turn, read_request, recognise
 from pytest_harness.orchestrator import Run
@@ -461,6 +462,93 @@ def test_filters_narrow_the_trajectory_and_say_so() -> None:
         "expected refund to be called; it was never called.",
         "the application's model traffic (system 'Billing'; endpoint '/responses'): 0 request(s)",
     ]
+
+
+# Issue 42, on real Responses bodies (``tests/corpus/responses.json``): the tools the provider
+# ran itself are not the application's calls, and what a request sends back for them (a tool
+# search's items, a hosted tool's item) is no result of the application's calls.
+
+CORPUS = {
+    record["case"]: record
+    for record in json.loads(
+        (Path(__file__).parent / "corpus" / "responses.json").read_text(encoding="utf-8")
+    )
+}
+
+
+def corpus_seen(case: str, request: dict[str, Any] | None = None) -> Seen:
+    """The corpus record as the cassette hands it to the watch (its request, or ``request``)."""
+    record = CORPUS[case]
+    body = json.dumps(request or record["request"] or {}).encode()
+    headers = {"content-type": [record["content_type"]]}
+    found = recognise(record["uri"], body, 200, headers, record["response"].encode())
+    assert found is not None, case
+    return Seen(found=found, uri=record["uri"], replayed=True, request=body, latency_s=None)
+
+
+def test_a_tool_the_provider_ran_is_an_event_not_a_tool_call() -> None:
+    trajectory = from_traffic([corpus_seen("responses_mcp_call")])
+    assert trajectory.tool_calls == ()
+    listed, called = trajectory.events
+    assert (listed.request, listed.kind, listed.name) == (1, "provider tool", "mcp_list_tools")
+    assert json.loads(listed.raw_arguments)["server_label"] == "test_server"
+    assert (called.request, called.kind, called.detail) == (1, "provider tool", "get_my_games({})")
+    assert trajectory.requests[0].provider_tool_calls == ["mcp_list_tools", "get_my_games"]
+    assert trajectory.requests[0].tool_calls == []
+    with pytest.raises(AssertionError) as failed:
+        trajectory.assert_called("get_my_games")
+    shown = str(failed.value)
+    assert shown.startswith("expected get_my_games to be called; it was never called.")
+    assert "[provider tool]" in shown
+    assert "get_my_games({})" in shown  # the table shows what the provider ran
+    row = json.loads(trajectory_property(trajectory, "t::mcp")[1])  # the report's run row
+    assert (row["tools"], row["events"]) == ([], {"provider tool": 2})
+
+
+def test_hosted_tool_items_sent_back_are_no_results() -> None:
+    """The application sends the web search the provider ran back in its next request's
+    input (as a history kept without ``previous_response_id`` is sent): a turn, no result."""
+    first = corpus_seen("responses_web_search_call")
+    output = json.loads(CORPUS["responses_web_search_call"]["response"])["output"]
+    question = CORPUS["responses_web_search_call"]["request"]["input"]
+    again = {"model": "gpt-4o", "input": [*question, *output, {"role": "user", "content": "?"}]}
+    second = corpus_seen("responses_web_search_call", again)
+    trajectory = from_traffic([first, second])
+    assert trajectory.requests[1].results == ()
+    assert trajectory.requests[1].messages == len(again["input"])
+    assert trajectory.tool_calls == ()
+    assert [e.request for e in trajectory.events] == [1, 2]
+
+
+def test_a_tool_search_sent_back_is_no_result_of_the_applications_calls() -> None:
+    """pydantic-ai's second request sends its function call's output, then a tool search of
+    its own (``execution: "client"``, ``tool_search_call`` and ``tool_search_output``): only
+    the function call's output is a result, and it answers the call the first reply made."""
+    trajectory = from_traffic(
+        [
+            corpus_seen("responses_function_call"),
+            corpus_seen("responses_tool_search_items_in_request"),
+        ]
+    )
+    (result,) = trajectory.requests[1].results
+    assert (result.name, result.text) == ("load_capability", "{}")
+    assert [(c.name, c.request, c.result) for c in trajectory.tool_calls] == [
+        ("load_capability", 1, "{}"),
+        ("lookup_refund_policy", 2, None),
+    ]
+    assert trajectory.events == ()
+    sent = json.dumps(CORPUS["responses_tool_search_items_in_request"]["request"])
+    roles = [turn.role for turn in read_request("openai.responses", sent).turns]
+    assert roles == ["user", "assistant", "tool", "tool_search_call", "tool_search_output"]
+
+
+def test_a_tool_search_the_provider_ran_is_an_event_plain_or_streamed() -> None:
+    for case in ("responses_tool_search_call", "responses_stream_tool_search_call"):
+        trajectory = from_traffic([corpus_seen(case)])
+        assert trajectory.tools_called == ["get_weather"]
+        (searched,) = trajectory.events
+        assert searched.detail == 'tool_search_call({"paths": ["get_weather"]})'
+        assert trajectory.requests[0].answer.finish_reason == "tool_calls"
 
 
 def test_an_empty_trajectory_fails_every_positive_assertion() -> None:

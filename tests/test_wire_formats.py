@@ -213,7 +213,8 @@ def test_usages_add_their_cache_figures_and_compare_by_all_of_them() -> None:
     assert a != Usage(prompt_tokens=10, completion_tokens=1, total_tokens=11)
 
 
-# Every kind of Responses tool call.
+# Every kind of Responses tool call: those the application runs, and those the provider runs
+# itself (its hosted tools), each item shaped as the openai SDK's type of it.
 
 TOOL_ITEMS = [
     (
@@ -229,6 +230,33 @@ TOOL_ITEMS = [
         "computer_call",
         '{"type": "click", "button": "left", "x": 156, "y": 50}',
     ),
+    (
+        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_3", "status": "completed",
+         "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}},
+        "local_shell_call",
+        '{"type": "exec", "command": ["ls", "-la"], "env": {}}',
+    ),
+    (
+        {"type": "shell_call", "id": "sh_1", "call_id": "call_4", "status": "completed",
+         "action": {"commands": ["ls"]}, "environment": {"type": "local"}},
+        "shell_call",
+        '{"commands": ["ls"]}',
+    ),
+    (
+        {"type": "apply_patch_call", "id": "ap_1", "call_id": "call_5", "status": "completed",
+         "operation": {"type": "delete_file", "path": "old.txt"}},
+        "apply_patch_call",
+        '{"operation": {"type": "delete_file", "path": "old.txt"}}',
+    ),
+    (
+        {"type": "tool_search_call", "id": "tsc_1", "call_id": "call_6", "status": "completed",
+         "arguments": {"queries": ["refunds"]}, "execution": "client"},
+        "tool_search_call",
+        '{"queries": ["refunds"]}',
+    ),
+]  # fmt: skip
+
+PROVIDER_ITEMS = [
     (
         {"type": "web_search_call", "id": "ws_1", "status": "completed",
          "action": {"type": "search", "query": "weather paris"}},
@@ -254,16 +282,45 @@ TOOL_ITEMS = [
         '{"question":"What is MCP?"}',
     ),
     (
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "deepwiki", "tools": []},
+        "mcp_list_tools",
+        '{"server_label": "deepwiki", "tools": []}',
+    ),
+    (
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "deepwiki",
+         "name": "ask_question", "arguments": '{"question":"?"}'},
+        "ask_question",
+        '{"question":"?"}',
+    ),
+    (
         {"type": "image_generation_call", "id": "ig_1", "status": "completed",
          "result": "iVBORw0KGgo="},
         "image_generation_call",
         "{}",
     ),
     (
-        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_3", "status": "completed",
-         "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}},
-        "local_shell_call",
-        '{"type": "exec", "command": ["ls", "-la"], "env": {}}',
+        {"type": "tool_search_call", "id": "tsc_1", "call_id": None, "status": "completed",
+         "arguments": {"paths": ["get_weather"]}, "execution": "server"},
+        "tool_search_call",
+        '{"paths": ["get_weather"]}',
+    ),
+    (
+        {"type": "shell_call", "id": "sh_1", "call_id": "call_4", "status": "completed",
+         "action": {"commands": ["ls"]},
+         "environment": {"type": "container_reference", "container_id": "cntr_1"}},
+        "shell_call",
+        '{"commands": ["ls"]}',
+    ),
+    (
+        {"type": "program", "id": "prg_1", "call_id": "call_7", "code": "text(1)",
+         "fingerprint": "f"},
+        "program",
+        '{"code": "text(1)", "fingerprint": "f"}',
+    ),
+    (
+        {"type": "x_search_call", "id": "xs_1", "status": "completed", "query": "q"},
+        "x_search_call",
+        '{"query": "q"}',
     ),
 ]  # fmt: skip
 
@@ -276,7 +333,33 @@ def test_every_responses_tool_call_item_is_a_tool_call(
     for response in (read(RESPONSES, body), read(RESPONSES, stream_of(body), SSE)):
         (call,) = response.tool_calls
         assert (call.name, call.raw_arguments) == (name, arguments)
+        assert (response.finish_reason, response.provider_tool_calls) == ("tool_calls", ())
         assert failure(response) is None
+
+
+@pytest.mark.parametrize(("item", "name", "arguments"), PROVIDER_ITEMS, ids=lambda v: str(v)[:20])
+def test_a_tool_the_provider_ran_is_no_tool_call_but_is_listed_apart(
+    item: dict[str, Any], name: str, arguments: str
+) -> None:
+    """Issue 42: a hosted tool's item (and one of a kind not known yet without a call_id)
+    leaves the application nothing to run: the reply finishes ``stop``, and it is accepted
+    as it was when it read as a tool call, even without text."""
+    body = {**RESPONSE, "output": [item]}
+    for response in (read(RESPONSES, body), read(RESPONSES, stream_of(body), SSE)):
+        (ran,) = response.provider_tool_calls
+        assert (ran.name, ran.raw_arguments) == (name, arguments)
+        assert (response.tool_calls, response.finish_reason) == ((), "stop")
+        assert failure(response) is None
+
+
+def test_a_reply_with_both_kinds_calls_only_the_applications_tools() -> None:
+    web, function = PROVIDER_ITEMS[0][0], TOOL_ITEMS[0][0]
+    body = {**RESPONSE, "output": [web, function, *RESPONSE["output"]]}  # type: ignore[list-item]
+    for response in (read(RESPONSES, body), read(RESPONSES, stream_of(body), SSE)):
+        assert [c.name for c in response.tool_calls] == ["run_sql"]
+        assert [c.name for c in response.provider_tool_calls] == ["web_search_call"]
+        assert response.finish_reason == "tool_calls"
+        assert response.content
 
 
 def stream_of(response: dict[str, Any]) -> str:

@@ -474,6 +474,12 @@ def _app_call(call: Mapping[str, Any]) -> Html:
     ]
     if asked:
         parts.append(element("ul", *asked, class_="tool-calls"))
+    ran = [
+        _labelled("ran by the provider", f"{c.get('name')}({c.get('arguments') or ''})")
+        for c in call.get("provider_tool_calls") or []
+    ]
+    if ran:
+        parts.append(element("ul", *ran, class_="provider-tool-calls"))
     if call.get("problem"):
         parts.append(element("p", f"problem: {call.get('problem')}", class_="error"))
     return element(

@@ -84,7 +84,8 @@ def steps(run: Any) -> list[dict[str, Any]]:
 
 def trajectory_property(trajectory: Any, test: str | None) -> tuple[str, str]:
     """The application's model traffic in one test (a ``TrafficTrajectory``) as a run row
-    (``source: traffic``): tools called, requests, tokens, latency, steps, last answer."""
+    (``source: traffic``): tools called, requests, tokens, latency, steps, last answer, and
+    as its events the tools the provider ran itself."""
     requests = trajectory.requests
     latencies = [r.latency_s for r in requests]
     known = None not in latencies and bool(latencies)
@@ -104,7 +105,7 @@ def trajectory_property(trajectory: Any, test: str | None) -> tuple[str, str]:
         "cost": None,
         "time": None if replayed else time,
         "recorded_time": time if replayed else None,
-        "events": {},
+        "events": dict(Counter(event.kind for event in trajectory.events)),
         "steps": _traffic_steps(trajectory),
     }
     return RUN_PROPERTY, json.dumps(data, sort_keys=True)

@@ -1,7 +1,11 @@
 """OpenAI Responses (``/v1/responses``): its requests, replies and streams.
 
 A reply is a response object: output items (messages, reasoning, tool calls of every kind),
-a status and a usage block. A stream's final event (``response.completed``, ``.incomplete``,
+a status and a usage block. A tool-call item is the application's to run (``function_call``,
+``custom_tool_call``...: a tool call, and ``tool_calls`` its finish reason) or one the provider
+ran itself (a hosted tool: ``web_search_call``, ``mcp_call``...: a provider tool call, listed
+apart, and the reply finishes ``stop`` when it holds no call of the application's); ``_runner``
+tells them apart. A stream's final event (``response.completed``, ``.incomplete``,
 ``.failed``) carries the whole response; a stream cut before it is read from its deltas and
 finished items, as interrupted. A background response polled before it finished (status
 ``queued`` or ``in_progress``) is no reply yet.
@@ -38,6 +42,36 @@ _PENDING = {"queued", "in_progress"}
 _FILTERED = frozenset({"content_filter"})  # the reason of a reply its content filter cut
 # An output item's bookkeeping, not what the model asked for (``_call``).
 _CALL_BOOKKEEPING = {"id", "type", "status", "call_id", "name", "output", "outputs", "result"}
+# The output items the application runs: it sends each one's output back (by ``call_id``).
+# ``tool_search_call`` is one unless the provider ran it (``execution: "server"``), and
+# ``shell_call`` unless it ran in the provider's container (an ``environment`` not ``local``).
+_APP_RUNS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "tool_search_call",
+    }
+)
+# The output items the provider runs itself, its hosted tools: nothing for the application to
+# run. ``mcp_list_tools`` lists an MCP server's tools; ``mcp_approval_request`` asks the
+# application to approve an MCP call the provider will then make (its answer is an approval,
+# not the tool's result); ``program`` is JavaScript the provider runs (programmatic tool calling).
+_PROVIDER_RUNS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "program",
+    }
+)
 
 
 def read_request(data: dict[str, Any]) -> Asked:
@@ -94,7 +128,8 @@ def read_reply(data: Any) -> Found | None:
     items = as_dicts(output)
     parts = [p for i in items if i.get("type") == "message" for p in as_dicts(i.get("content"))]
     reasoning = [_reasoning_item(i) for i in items if i.get("type") == "reasoning"]
-    calls = [i for i in items if as_str(i.get("type")).endswith("_call")]
+    calls = [i for i in items if _runner(i) == "app"]
+    ran = [i for i in items if _runner(i) == "provider"]
     finish, interrupted = _finish(data, bool(calls))
     counted = as_dict(data.get("usage"))
     cached = as_dict(counted.get("input_tokens_details")).get("cached_tokens")
@@ -103,6 +138,7 @@ def read_reply(data: Any) -> Found | None:
         content=said or None,
         reasoning="\n\n".join(text for text in reasoning if text) or None,
         tool_calls=tuple(_call(n, c) for n, c in enumerate(calls)),
+        provider_tool_calls=tuple(_call(n, c) for n, c in enumerate(ran)),
         finish_reason=finish,
         interrupted=interrupted,
         refusal=_refusal(parts, finish),
@@ -139,6 +175,23 @@ def _refusal(parts: list[dict[str, Any]], finish: str | None) -> str | None:
     if refusals:
         return "\n".join(filter(None, refusals)) or "content: refusal"
     return refused("incomplete_details.reason", finish, _FILTERED)
+
+
+def _runner(item: dict[str, Any]) -> str | None:
+    """Who runs an output item's tool: ``app`` (the application), ``provider``, or None for
+    an item that asks for no tool (a message, reasoning, a tool's output).
+
+    A ``*_call`` kind this reader does not know is the application's when it has a
+    ``call_id`` (the application answers a call by it), else the provider's."""
+    kind = as_str(item.get("type"))
+    if kind in _PROVIDER_RUNS:
+        return "provider"
+    if kind not in _APP_RUNS and not kind.endswith("_call"):
+        return None
+    environment = as_str(as_dict(item.get("environment")).get("type"))
+    if item.get("execution") == "server" or environment not in ("", "local"):
+        return "provider"
+    return "app" if kind in _APP_RUNS or as_str(item.get("call_id")) else "provider"
 
 
 def _call(index: int, item: dict[str, Any]) -> ToolCall:

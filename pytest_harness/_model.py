@@ -358,7 +358,7 @@ def _problem_error(
 
 
 _library: Any = None
-_imported: tuple[float, float] | None = None  # when litellm's import ended, how long it took
+_imported: float | None = None  # when litellm's import ended (time.perf_counter())
 # litellm's own "internal call" switch: no success-logging thread or logging-worker task per
 # call. The harness turns litellm's callbacks off, so that work logs to nobody; skipping it
 # is a third of litellm's per-call overhead in replay. Kept when the user asks for
@@ -377,10 +377,9 @@ def lib() -> Any:
         # import and its first calls, are not the caller's to fix. Inside a test the plugin
         # sets the same filters again under pytest's per-test capture.
         quiet_warnings()
-        started = time.perf_counter()
         import litellm
 
-        _imported = (time.perf_counter(), time.perf_counter() - started)
+        _imported = time.perf_counter()
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners in test output
         litellm.telemetry = False
@@ -408,16 +407,14 @@ def load() -> None:
     lib()
 
 
-def import_time(since: float) -> float:
-    """How long importing litellm blocked this process since ``since``
-    (``time.perf_counter()``); 0 when it was imported before, or not at all.
+def imported_since(since: float) -> bool:
+    """Whether litellm was imported after ``since`` (``time.perf_counter()``).
 
     A replayed tribunal does not import litellm before its deadline (``load``): a judge
-    whose call takes the HTTP path imports it inside, and the panel gives that time back.
+    whose call takes the HTTP path imports it inside, and the panel gives its judges their
+    time again.
     """
-    if _imported is None or _imported[0] < since:
-        return 0.0
-    return _imported[1]
+    return _imported is not None and _imported >= since
 
 
 async def settle() -> None:

@@ -80,12 +80,14 @@ def read(call: Any, started: float, found: Recognised, price: Priced | None) -> 
             ``Recognised.payload``).
         price: the price the recording kept, or None (recorded before prices were kept).
     """
-    if not found.as_sent or not _openai_model(call.kwargs, price):
+    counted = None if price is None else price.usage  # a reply that said no usage
+    if not found.as_sent(counted=counted is not None) or not _openai_model(call.kwargs, price):
         return None
     response = replace(
         found.response,
         model=call.model,
         cost=None if price is None else price.cost,
+        usage=found.response.usage if counted is None else counted,
         latency_s=time.perf_counter() - started,
     )
     if not found.streamed:

@@ -706,6 +706,8 @@ def not_empty(case: str) -> None:
     assert readers().validator.problem(ours(BY_CASE[case]).response) is None
 
 
+# A defect the corpus shows and the reader still gets wrong: a strict xfail until fixed (none
+# open today; each fixed one above stays as a plain check).
 def defect(case: str, check: Callable[[str], None], what: str) -> Any:
     return pytest.param(
         case,

@@ -300,7 +300,7 @@ class Judge(Agent):
 
 class Quick(Tribunal):
     agents = [Judge]
-    timeout = 0.5  # far less than importing litellm takes
+    timeout = 2  # less than importing litellm takes on the loaded machine of the conftest
 
 
 @pytest.mark.harness
@@ -309,11 +309,30 @@ def test_panel(harness):
 """
 
 
+SLOW_IMPORT = """
+import time
+
+from pytest_harness import _model
+
+_lib = _model.lib
+
+
+def slow_lib():
+    if _model._library is None:
+        time.sleep(4)  # as on a loaded CI machine: importing litellm takes seconds
+    return _lib()
+
+
+_model.lib = slow_lib
+"""
+
+
 def test_a_replayed_panel_whose_judge_imports_litellm_is_not_timed_out_by_the_import(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
     server.handler = lambda body: Reply(content=json.dumps({"pass": True}))
     pytester.makepyfile(test_panel=PANEL.format(url=server.url))
+    pytester.makeconftest(SLOW_IMPORT)
     pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
     pytester.runpytest_subprocess(*RUN, "--harness-live").assert_outcomes(passed=1)
     server.stop()
@@ -323,3 +342,50 @@ def test_a_replayed_panel_whose_judge_imports_litellm_is_not_timed_out_by_the_im
     path.write_text(json.dumps(json.loads(path.read_text()), indent=1))
     result = pytester.runpytest_subprocess(*RUN)
     result.assert_outcomes(passed=1)
+
+
+LLAMA_STREAM = "".join(
+    f"data: {json.dumps(chunk)}\n\n"
+    for chunk in [
+        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]},
+        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {"content": "Parcel"}, "finish_reason": None}]},
+        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {"content": " found."}, "finish_reason": None}]},
+        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+) + "data: [DONE]\n\n"  # fmt: skip
+
+
+def test_a_stream_without_usage_replays_with_the_tokens_litellm_counted(
+    tmp_path: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llama.cpp's server (the embedded model) sends no usage chunk, stream_options or not:
+    # litellm counts the tokens itself, and replay needs its count without it.
+    stream = Reply(raw=LLAMA_STREAM, headers={"Content-Type": "text/event-stream"})
+    server.handler = lambda body: stream
+    path = tmp_path / "c.yaml"
+    slot = CassetteSlot(path=path, mode="all", nodeid="t.py::test", run_id="r")
+    with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off")):
+        recorded = complete("Hi", model="openai/m", stream=True, **server.params)
+    slot.close(keep=True)
+    assert recorded.usage.total_tokens > 0  # litellm's count
+    (interaction,) = json.loads(path.read_text())["interactions"]
+    assert files.price(interaction) == files.Priced(None, "openai", recorded.usage)
+
+    sent = Sent(monkeypatch)
+    tokens: list[str] = []
+    slot = CassetteSlot(path=path, mode="none", nodeid="t.py::test", run_id="r")
+    with scope.activate(scope.Scope(call_hooks=(slot,), degenerate="off", replay=True)):
+        replayed = complete(
+            "Hi", model="openai/m", stream=True, on_token=tokens.append, **server.params
+        )
+    slot.close(keep=False)
+    assert sent.calls == 0  # answered from the file, without litellm
+    assert (replayed.content, replayed.usage, "".join(tokens)) == (
+        "Parcel found.",
+        recorded.usage,
+        "Parcel found.",
+    )

@@ -730,7 +730,7 @@ def test_a_content_of_parts_reads_its_text_parts_as_content_and_thinking_as_reas
     assert failure(response) is None
     # litellm's OpenAI reader cannot read a list of parts (it raises): the seam's replay
     # sends such a reply through litellm, as recorded (test_seam_replay.py).
-    assert not found.as_sent
+    assert not found.as_sent()
 
 
 def test_a_streamed_content_of_parts_adds_up_to_the_same() -> None:
@@ -777,7 +777,7 @@ def test_reasoning_sent_as_its_own_field_is_read(case: str) -> None:
         message["content"],
         message["reasoning"],
     )
-    assert not found.as_sent  # litellm maps a provider's reasoning field: it reads it
+    assert not found.as_sent()  # litellm maps a provider's reasoning field: it reads it
 
 
 def test_reasoning_streamed_with_its_details_is_read_once_and_from_the_details_alone() -> None:
@@ -821,7 +821,7 @@ def test_a_stream_that_sent_its_done_finished_without_a_finish_reason() -> None:
     assert [call.arguments for call in response.tool_calls] == [{}]
     assert response.usage == Usage(prompt_tokens=57, completion_tokens=17, total_tokens=74)
     assert failure(response) is None
-    assert not found.as_sent
+    assert not found.as_sent()
     assert as_stored(NO_FINISH) == found
 
 
@@ -873,7 +873,7 @@ def test_an_error_chunk_after_reasoning_is_a_failed_reply_whose_error_is_shown()
     assert response.refusal == "error: Token limit reached"
     assert response.reasoning == "We need to respond to a greeting. The user"
     assert response.usage == Usage(prompt_tokens=43, completion_tokens=10, total_tokens=53)
-    assert not found.as_sent
+    assert not found.as_sent()
     assert as_stored(FAILED) == found
     message = failure(response)
     assert message is not None

@@ -36,6 +36,7 @@ from filelock import FileLock
 
 from pytest_harness import _wire
 from pytest_harness._cassettes import bodies, matching, scrub, steady
+from pytest_harness._response import Usage
 from pytest_harness.errors import CassetteError
 
 FORMAT_VERSION = 1
@@ -363,17 +364,26 @@ class Priced:
         cost: the reply's cost in USD, or None: litellm had no price for the model.
         provider: the provider litellm placed the call with (``openai`` for a model
             named without a prefix that it sends to OpenAI), or None when not known.
+        usage: the tokens litellm counted itself, for a reply that carried no usage (a
+            llama.cpp stream sends none); None when the reply said its own.
     """
 
     cost: float | None
     provider: str | None = None
+    usage: Usage | None = None
 
     def stored(self) -> dict[str, Any]:
-        """As the file stores it: ``{"cost": ..., "provider": ...}`` (no provider: left out)."""
+        """As the file stores it: ``{"cost": ..., "provider": ..., "usage": {...}}`` (what
+        is None left out, but the cost)."""
         kept: dict[str, Any] = {"cost": self.cost}
         if self.provider is not None:
             kept["provider"] = self.provider
+        if self.usage is not None:
+            kept["usage"] = {name: getattr(self.usage, name) for name in _USAGE_FIELDS}
         return kept
+
+
+_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def price(interaction: Mapping[str, Any]) -> Priced | None:
@@ -390,8 +400,22 @@ def price(interaction: Mapping[str, Any]) -> Priced | None:
     if cost is not None and not 0 <= cost < float("inf"):
         return None
     return Priced(
-        None if cost is None else float(cost), provider if isinstance(provider, str) else None
+        None if cost is None else float(cost),
+        provider if isinstance(provider, str) else None,
+        _usage(kept.get("usage")),
     )
+
+
+def _usage(kept: Any) -> Usage | None:
+    """A kept usage, or None (none kept, or of the wrong shape)."""
+    if not isinstance(kept, Mapping):
+        return None
+    counts = [kept.get(name) for name in _USAGE_FIELDS]
+    whole = [n for n in counts if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+    if len(whole) != len(counts):
+        return None
+    prompt, completion, total = whole
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
 def seam(interaction: Mapping[str, Any]) -> str | None:

@@ -217,8 +217,9 @@ class CassetteSlot:
     _calls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _judged: dict[int, scope.Judged] = field(default_factory=dict)
     _keys: dict[int, str] = field(default_factory=dict)  # each seam call's key, by number
-    # Each seam call's HTTP reply (the response vcrpy recorded or played), and whether played.
-    _replies: dict[int, tuple[Any, bool]] = field(default_factory=dict)
+    # Each seam call's HTTP reply (the response vcrpy recorded or played), whether it was
+    # played, and what recognition read in it.
+    _replies: dict[int, tuple[Any, bool, Recognised]] = field(default_factory=dict)
     _live_uri: str | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -252,9 +253,11 @@ class CassetteSlot:
             return response  # none went through it (a route answered, or a replay by key)
         from pytest_harness._cassettes import files
 
-        reply, replayed = seen
+        reply, replayed, found = seen
         if not replayed:
-            reply[files.PRICE] = files.Priced(response.cost, _provider(kwargs))
+            # litellm counts the tokens of a reply that says none: replay needs its count.
+            counted = None if found.response.usage.total_tokens else response.usage
+            reply[files.PRICE] = files.Priced(response.cost, _provider(kwargs), counted)
             return response
         recorded = files.price(reply)
         return response if recorded is None else replace(response, cost=recorded.cost)
@@ -391,9 +394,7 @@ class CassetteSlot:
 
     def _watch(self, request: Any, response: dict[str, Any], replayed: bool) -> None:
         call = seam_call(request.headers)
-        if call is not None:  # the seam prices it by its response (``receive``)
-            self._replies[call] = (response, replayed)
-        if self.on_response is None and self.pricing is None:
+        if call is None and self.on_response is None and self.pricing is None:
             return
         from pytest_harness._wire import recognise
 
@@ -404,7 +405,9 @@ class CassetteSlot:
         if found is None:
             self._tool_run(request, response, replayed)
             return
-        if call is None and not replayed and self.pricing is not None:
+        if call is not None:  # priced by the seam's response (``receive``)
+            self._replies[call] = (response, replayed, found)
+        elif not replayed and self.pricing is not None:
             from pytest_harness._cassettes.files import PRICE
 
             response[PRICE] = self.pricing(found)

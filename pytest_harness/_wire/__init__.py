@@ -103,11 +103,14 @@ class Recognised:
     streamed: bool
     payload: Any = None
 
-    @property
-    def as_sent(self) -> bool:
+    def as_sent(self, *, counted: bool = False) -> bool:
         """Whether litellm passes this reply on as it is (``chat.as_sent``, asked when
-        wanted): the seam's replay answers a call with ``response`` itself."""
-        return self.api == "openai.chat" and chat.as_sent(self.payload, streamed=self.streamed)
+        wanted): the seam's replay answers a call with ``response`` itself. ``counted``:
+        the tokens litellm counted for a reply that says none are known (kept with the
+        recording)."""
+        return self.api == "openai.chat" and chat.as_sent(
+            self.payload, streamed=self.streamed, counted=counted
+        )
 
 
 def recognise(

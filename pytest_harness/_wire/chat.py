@@ -140,7 +140,7 @@ _AS_SENT_FIELDS = frozenset(
 _THINK = re.compile(r"<(?:think|thinking|budget:thinking)>")
 
 
-def as_sent(payload: Any, *, streamed: bool) -> bool:
+def as_sent(payload: Any, *, streamed: bool, counted: bool = False) -> bool:
     """Whether litellm passes a recognised chat reply on as it is, so that the response
     recognition read is the one litellm would give (but for model, cost and latency).
 
@@ -148,16 +148,19 @@ def as_sent(payload: Any, *, streamed: bool) -> bool:
         payload: ``Recognised.payload`` of an ``openai.chat`` reply: the completion, or the
             stream's chunks.
         streamed: it is a stream's chunks.
+        counted: the tokens litellm counted for a reply that says none are known (a
+            recording keeps them): a reply without usage is passed on too.
     """
     if not streamed:
         data = payload if isinstance(payload, Mapping) else {}
-        return _passed_on(data.get("choices"), "message", data.get("usage"))
+        usage = data.get("usage") or ({} if counted else None)
+        return _passed_on(data.get("choices"), "message", usage)
     chunks = [chunk for chunk in payload if isinstance(chunk, Mapping)]
     if any(_error(chunk) for chunk in chunks):
         return False
     usage = next((chunk["usage"] for chunk in chunks if chunk.get("usage")), None)
     choices = [choice for chunk in chunks for choice in chunk.get("choices") or []]
-    return _passed_on(choices, "delta", usage)
+    return _passed_on(choices, "delta", usage or ({} if counted else None))
 
 
 def _passed_on(choices: Any, part: str, usage: Any) -> bool:

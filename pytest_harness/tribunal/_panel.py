@@ -475,9 +475,11 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
     pending = set(tasks)  # every judge, should the panel itself be cancelled while waiting
     try:
         _, pending = await asyncio.wait(tasks, timeout=plan.timeout)
-        blocked = _model.import_time(since=started)  # a replayed call that took the HTTP path
-        if pending and blocked:
-            _, pending = await asyncio.wait(pending, timeout=blocked)
+        if pending and _model.imported_since(started):
+            # A replayed judge's call took the HTTP path and imported litellm inside the
+            # deadline (its import and its first call's set-up, seconds under load): the
+            # judges get their time again, from now.
+            _, pending = await asyncio.wait(pending, timeout=plan.timeout)
     finally:
         for task in pending:  # past the deadline (cancelling a finished one does nothing)
             task.cancel()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_harness import _model
@@ -649,6 +649,8 @@ def test_request_api_goes_by_url_then_by_body() -> None:
     assert request_api("http://127.0.0.1:9/v1/models", None) is None
 
 
+# Generating these lists is slow on a loaded machine: not a failure of the reader.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.dictionaries(

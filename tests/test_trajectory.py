@@ -37,11 +37,13 @@ def seen(uri: str, request: dict[str, Any], response: Any, *, replayed: bool = F
     return Seen(found=found, uri=uri, replayed=replayed, request=body, latency_s=0.5)
 
 
-# Real Gemini traffic (tests/corpus/gemini.json, recorded by pydantic-ai and Google ADK):
-# calls without ids, answered with the client's own ids (pydantic-ai) or none (ADK).
+# Real traffic (tests/corpus/, its README says who recorded it): Gemini calls without ids,
+# answered with the client's own ids (pydantic-ai) or none (ADK); Responses replies with
+# tools the provider ran itself.
 CORPUS = {
     record["case"]: record
-    for record in json.loads((Path(__file__).parent / "corpus" / "gemini.json").read_text())
+    for path in sorted((Path(__file__).parent / "corpus").glob("*.json"))
+    for record in json.loads(path.read_text(encoding="utf-8"))
 }
 
 
@@ -467,13 +469,6 @@ def test_filters_narrow_the_trajectory_and_say_so() -> None:
 # Issue 42, on real Responses bodies (``tests/corpus/responses.json``): the tools the provider
 # ran itself are not the application's calls, and what a request sends back for them (a tool
 # search's items, a hosted tool's item) is no result of the application's calls.
-
-CORPUS = {
-    record["case"]: record
-    for record in json.loads(
-        (Path(__file__).parent / "corpus" / "responses.json").read_text(encoding="utf-8")
-    )
-}
 
 
 def corpus_seen(case: str, request: dict[str, Any] | None = None) -> Seen:

@@ -34,7 +34,7 @@ import openai
 import pytest
 
 from pytest_harness import Agent, Tribunal
-from pytest_harness.orchestrator import Orchestrator, tool
+from pytest_harness.orchestrator import Compaction, Orchestrator, defaults, tool
 
 URL = "{url}"
 PARAMS = {{"api_base": URL, "api_key": "loopback-not-a-secret"}}
@@ -101,6 +101,10 @@ def test_orchestrator(harness):
     run = Orchestrator("gpt-4o-mini", [lookup], params=PARAMS).run("Where is A?")
     assert run.stop_reason == "done"
     assert [call.name for call in run.tool_calls] == ["lookup"]
+    # Over a budget of one token, compaction counts each prompt's tokens (litellm's count).
+    stack = [Compaction(budget=1) if isinstance(m, Compaction) else m for m in defaults()]
+    run = Orchestrator("gpt-4o-mini", [lookup], params=PARAMS, middleware=stack).run("Where?")
+    assert run.stop_reason == "done"
 """
 
 CONFTEST = """
@@ -175,6 +179,7 @@ def test_a_replayed_suite_never_imports_litellm_and_costs_what_it_cost_recorded(
     schemas = {"gpt-4o-mini": True, "openai/judge": False}  # litellm's answers, kept
     assert any(m.get("supports_response_schema") == schemas for m in facts)
     assert any(m.get("max_input_tokens", {}).get("gpt-4o-mini") for m in facts)
+    assert any(m.get("prompt_tokens") for m in facts)  # compaction's counts
 
 
 @pytest.mark.parametrize("override", [(), ("--harness-model=openai/fake",)], ids=["", "model"])

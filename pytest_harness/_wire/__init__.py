@@ -20,13 +20,14 @@ once: ``Recognised`` keeps the response and the parsed body.
 and, when it holds a successful reply of a known API, plain or streamed, returns the API, the
 provider and model (for price look-ups) and its ``ModelResponse``. It goes by the body's
 shape; the URL only names a Gemini model. A cut-off stream is recognised as
-``interrupted`` (a chat stream that sent its ``data: [DONE]`` was not cut off, finish reason
-or not; one that sent an error chunk failed: interrupted, its error in ``refusal``), an
-empty reply as empty, a refusal or a blocked prompt with its ``refusal`` (the caller judges
-them). A background Responses reply polled before it finished is no
+``interrupted``, an empty reply as empty, a refusal or a blocked prompt with its ``refusal``
+(the caller judges them). A background Responses reply polled before it finished is no
 reply yet: None. Anything else is None: an error status or body, embeddings, a model list,
 malformed JSON or SSE, a field of the wrong type. It never raises, never prices (``cost``
 None), never times (``latency_s`` 0).
+
+A chat stream that sent its ``data: [DONE]`` was not cut off, with a finish reason or
+without one; one that sent an error chunk failed: interrupted, its error as ``refusal``.
 
 ``read_request`` reads the other side: what a request asks (``Asked``), one value for the
 report, a cassette miss and a trajectory, so they agree. Its message count is the number of

@@ -488,10 +488,11 @@ def assert_well_typed(response: ModelResponse) -> None:
     for text in (response.content, response.reasoning, response.finish_reason):
         assert text is None or isinstance(text, str)
     for call in response.tool_calls:
-        assert call.id is None or isinstance(call.id, str)  # None: the provider gave none
+        assert call.id is None or (isinstance(call.id, str) and call.id)  # as given, or None
         assert isinstance(call.name, str)
         assert isinstance(call.raw_arguments, str)
         assert call.arguments is None or isinstance(call.arguments, Mapping)
+    assert all(isinstance(kind, str) and kind for kind in response.media)
     usage = response.usage
     assert all(type(n) is int for n in (usage.prompt_tokens, usage.completion_tokens))
     assert isinstance(response.text, str)

@@ -14,6 +14,9 @@ recording's.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -394,3 +397,30 @@ def test_a_stream_without_usage_replays_with_the_tokens_litellm_counted(
         recorded.usage,
         "Parcel found.",
     )
+
+
+LITELLM_CHECK = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    with open("{out}", "w") as file:
+        file.write(str("litellm" in sys.modules))
+"""
+
+
+def test_the_committed_example_suite_replays_without_litellm(tmp_path: Path) -> None:
+    """The README's first command (``pytest examples``) on the committed cassettes: every
+    example but the support bot (its scripted server is live by design) replays without
+    importing litellm. Fails when the example cassettes were recorded before replies kept
+    their price (re-record them as CONTRIBUTING says)."""
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "litellm_loaded.txt"
+    (tmp_path / "litellm_check.py").write_text(LITELLM_CHECK.format(out=out.as_posix()))
+    command = [sys.executable, "-m", "pytest", "examples", "-p", "litellm_check", "-q"]
+    command += ["-p", "no:cacheprovider", "--ignore=examples/test_support_bot.py"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    ran = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert out.read_text() == "False"

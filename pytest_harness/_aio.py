@@ -147,3 +147,13 @@ async def _settle_litellm() -> None:
 
 
 atexit.register(close_loops)
+
+
+def abandoned(task: asyncio.Future[Any]) -> bool:
+    """Whether ``task`` ended on a replayed abandoned call (``CallAbandoned``): while
+    recording, its deadline cut it off there, so the deadline counts it as still running."""
+    from pytest_harness.errors import CallAbandoned
+
+    if not task.done() or task.cancelled():
+        return False
+    return isinstance(task.exception(), CallAbandoned)

@@ -28,6 +28,7 @@ a ``ModelResponse``: text, reasoning, tool calls, usage and cost.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -309,21 +310,48 @@ def _note_timeout(error: BaseException, timeout: Any) -> None:
 
 @contextmanager
 def _clearer_errors(call: Request) -> Iterator[None]:
-    """Replace an SDK error by the clearer one a call hook finds behind it.
+    """Replace an SDK error by the clearer one a call hook finds behind it; tell the call
+    hooks how the call failed (``_failed``).
 
     The provider SDK wraps whatever the transport raised (a cassette miss, a blocked
     connection) into a generic connection error; the test should see the real cause.
     """
+    started = time.perf_counter()
     try:
         yield
+    except asyncio.CancelledError as cancelled:  # its caller gave up on it (a deadline)
+        _failed(call, cancelled, started)
+        raise
     except Exception as error:
         better = next(filter(None, (hook.translate(error) for hook in call.hooks)), None)
         if better is None:
             _note_timeout(error, call.kwargs.get("timeout"))
+            _failed(call, error, started)
             raise
+        _failed(call, better, started)
         # It says what happened; the SDK's chain of wrappers (kept as its context) would
         # bury that under pages of their frames.
         raise better from None
+
+
+def _failed(call: Request, error: BaseException, started: float) -> None:
+    """Tell the call hooks that keep failures (``failed``, optional: the test's cassette,
+    which records it in the call's place) that the call ended in ``error``."""
+    seconds = time.perf_counter() - started
+    for hook in call.hooks:
+        failed = getattr(hook, "failed", None)
+        if failed is not None:
+            failed(call.kwargs, error, seconds)
+
+
+def retried(error: BaseException) -> None:
+    """A call that failed with ``error`` is to be sent again (a retry middleware): the call
+    hooks that keep failures (``retried``, optional: the test's cassette) forget its failure,
+    as they never keep the transient replies of a retried call. Replay never retries."""
+    for hook in scope.current().call_hooks:
+        forget = getattr(hook, "retried", None)
+        if forget is not None:
+            forget(error)
 
 
 def _messages(messages: Messages) -> list[dict[str, Any]]:

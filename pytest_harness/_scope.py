@@ -66,7 +66,9 @@ class CallHook(Protocol):
     library would), or return None: the call is sent;
     ``recall(fact, model, ask)`` (optional, not declared here: a hook without it keeps
     nothing) answers what litellm knows of a model as the hook's recording kept it, else
-    ``ask(model)`` (``_model.recalled``).
+    ``ask(model)`` (``_model.recalled``);
+    ``failed(kwargs, error, seconds)`` (optional, not declared here) is told a call that
+    raised ``error`` (or was cancelled: ``asyncio.CancelledError``) after ``seconds``.
     A hook may leave itself a note in the keyword arguments under a key that starts with
     ``NOTE_PREFIX``: the seam never sends those to the provider.
     """

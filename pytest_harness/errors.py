@@ -23,6 +23,7 @@ against the classes below)::
     ├── CompactionFailed                    the summary call of a compaction failed
     ├── SessionStoreError                   a session store is corrupt, locked or not one
     ├── UnknownSession (also LookupError)   no session with that id
+    ├── ReplayedFailure                     a model call that failed while recorded, failing again
     ├── TeamError                           a shared-state team could not finish (its findings kept)
     ├── ScenariosUnavailable                a test's scenarios could not be had
     ├── ReportError                         a JSON report cannot be read or merged
@@ -31,7 +32,8 @@ against the classes below)::
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request
     ├── UnrecordableTraffic                 traffic no cassette can hold (MCP over stdio)
-    └── BudgetExceeded                      the recorded spend passed harness_max_cost
+    ├── BudgetExceeded                      the recorded spend passed harness_max_cost
+    └── CallAbandoned                       replay of a call its caller abandoned (a deadline)
 
     ToolArgumentError (a ValueError)        a tool's arguments do not fit it (told to the model)
     StopRun (an Exception)                  raised by a middleware: the run ends, with a reason
@@ -81,7 +83,14 @@ def find_cause(
 
 def describe(error: BaseException) -> str:
     """An exception in one line: its type and message."""
-    return f"{type(error).__name__}: {error}"
+    return f"{type_name(error)}: {error}"
+
+
+def type_name(error: BaseException) -> str:
+    """An exception's type as messages name it: a ``ReplayedFailure`` by the type of the
+    error it replays, so that a replayed failure reads as the recorded one did."""
+    recorded = getattr(error, "recorded_type", None)
+    return recorded if isinstance(recorded, str) and recorded else type(error).__name__
 
 
 def quote(text: str | None, limit: int = 300) -> str:
@@ -142,6 +151,19 @@ class AgentTimeout(HarnessError, TimeoutError):
     """A judge was still running when its panel's timeout expired."""
 
 
+class ReplayedFailure(HarnessError):
+    """A model call of the harness that failed while its cassette was recorded, replayed:
+    the same error, raised again at the same place (``describe`` names it by its type).
+
+    Attributes:
+        recorded_type: the type name of the error the call raised when recorded.
+    """
+
+    def __init__(self, message: str, *, recorded_type: str):
+        super().__init__(message)
+        self.recorded_type = recorded_type
+
+
 class AllAgentsFailed(HarnessError):
     """Every judge of a panel failed, or more than its ``may_fail`` allowance did.
 
@@ -164,6 +186,13 @@ class HarnessStop(BaseException):
 
 class CassetteMiss(HarnessStop):
     """Replay found no recorded interaction matching a request."""
+
+
+class CallAbandoned(HarnessStop):
+    """Replay of a model call its caller abandoned while recording (a tribunal's or a team
+    member's deadline passed, and the call was cancelled): the deadline that cut it off
+    counts it as still running at the deadline, without waiting. Reaching the test, it
+    says that nothing abandoned the call at the same place in replay."""
 
 
 class UnrecordableTraffic(HarnessStop):

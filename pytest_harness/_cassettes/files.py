@@ -17,6 +17,7 @@ Plain data in and out: vcrpy is not imported here.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
@@ -37,7 +38,7 @@ from filelock import FileLock
 from pytest_harness import _wire
 from pytest_harness._cassettes import bodies, matching, scrub, steady
 from pytest_harness._response import Usage
-from pytest_harness.errors import CassetteError
+from pytest_harness.errors import CallAbandoned, CassetteError, ReplayedFailure, type_name
 
 FORMAT_VERSION = 1
 
@@ -333,6 +334,11 @@ def interaction(
     seam asked (``matching.seam_key``) when the seam made it."""
     raw = dict(request)
     raw["body"] = _stored(raw["body"])
+    if FAILURE in response:  # no reply: how the call failed, in its place
+        failed = response[FAILURE]
+        how = failed.stored() if isinstance(failed, Failure) else failed
+        stored = steady.kept({"request": raw, FAILURE: how})
+        return stored if seam is None else {**stored, matching.SEAM_FIELD: seam}
     body = _stored((response.get("body") or {}).get("string"))
     shown = body if isinstance(body, dict) else {"string": body or ""}
     answer = {name: value for name, value in response.items() if name not in _KEPT_APART}
@@ -353,6 +359,71 @@ LATENCY = "latency_s"
 PRICE = "price"
 # What a recorded response carries until it is written, then the interaction holds apart.
 _KEPT_APART = frozenset({LATENCY, PRICE})
+# The interaction field of a model call of the harness that got no reply while recorded (it
+# failed, or its caller abandoned it), in place of its response (``Failure``).
+FAILURE = "failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How a model call of the harness ended without a reply while recorded: replay ends it
+    the same way, at the same place (``error``).
+
+    Stored as ``{"kind": ..., "after_s": ..., "type": ..., "message": ...}``.
+
+    Attributes:
+        kind: ``abandoned`` (its caller cancelled it: a tribunal's or a team member's
+            deadline passed) or ``error`` (it raised).
+        after_s: the seconds it had run.
+        type: the type name of the error it raised (``CancelledError`` when abandoned).
+        message: the error's message.
+    """
+
+    kind: str
+    after_s: float
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, error: BaseException, seconds: float) -> Failure:
+        """The failure of a call that raised ``error`` (``asyncio.CancelledError``: its
+        caller abandoned it) after ``seconds``."""
+        kind = "abandoned" if isinstance(error, asyncio.CancelledError) else "error"
+        return cls(kind, round(seconds, 3), type_name(error), str(error))
+
+    def stored(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "after_s": self.after_s,
+            "type": self.type,
+            "message": self.message,
+        }
+
+    def error(self) -> BaseException:
+        """What replay raises in the call's place: ``CallAbandoned`` (the deadline that cut
+        the call off counts it as timed out, without waiting), or the recorded error again
+        (``ReplayedFailure``, named by the recorded type)."""
+        if self.kind == "abandoned":
+            return CallAbandoned(
+                f"this model call was abandoned after {self.after_s:g} s while recording (its "
+                "caller gave up on it: a tribunal's or a team member's timeout) and nothing "
+                "abandoned it at the same place in replay. Record the test again "
+                "(pytest --harness-live)."
+            )
+        return ReplayedFailure(self.message, recorded_type=self.type)
+
+
+def failure(interaction: Mapping[str, Any]) -> Failure | None:
+    """How a stored interaction's call failed (``Failure``), or None: it holds a reply (or
+    its failure is of the wrong shape: edited by hand)."""
+    kept = interaction.get(FAILURE)
+    if not isinstance(kept, Mapping):
+        return None
+    kind, after, type_, message = (kept.get(k) for k in ("kind", "after_s", "type", "message"))
+    if kind not in ("abandoned", "error") or not isinstance(type_, str):
+        return None
+    seconds = 0.0 if isinstance(after, bool) or not isinstance(after, (int, float)) else after
+    return Failure(kind, float(seconds), type_, message if isinstance(message, str) else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -660,7 +731,7 @@ _INT_BITS = 14_000
 # The fields the harness reads, by where they sit; any other field is free-form.
 _READ = {
     "": frozenset({"version", "metadata", "interactions"}),
-    "interaction": frozenset({"request", "response"}),
+    "interaction": frozenset({"request", "response", FAILURE}),
     "request.": frozenset({"method", "uri", "body", "headers"}),
     "request.body.": frozenset({"base64", "json", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
@@ -785,6 +856,14 @@ def _required(node: Mapping[str, Any], key: str, expected: type, where: str) -> 
 def _interaction(item: Any) -> str | None:
     if not isinstance(item, dict):
         return f"expected a mapping with 'request' and 'response', got {_kind(item)}"
+    if FAILURE in item:  # a call that got no reply: how it failed, in place of one
+        return (
+            _free(item, "interaction")
+            or _required(item, "request", dict, "")
+            or _request(item["request"])
+            or _failure_problem(item[FAILURE])
+            or _typed(item, MATCH_KEY, str)
+        )
     return (
         _free(item, "interaction")
         or _required(item, "request", dict, "")
@@ -793,6 +872,15 @@ def _interaction(item: Any) -> str | None:
         or _response(item["response"])
         or _typed(item, MATCH_KEY, str)  # free-form otherwise, as latency_s is
     )
+
+
+def _failure_problem(value: Any) -> str | None:
+    if failure({FAILURE: value}) is None:
+        return (
+            f"{FAILURE} must be a mapping with 'kind' ('abandoned' or 'error'), 'after_s', "
+            f"'type' and 'message', got {_kind(value)}"
+        )
+    return _plain(value, FAILURE)
 
 
 def _request(request: dict[str, Any]) -> str | None:

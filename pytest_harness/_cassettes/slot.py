@@ -42,7 +42,10 @@ from pytest_harness.errors import (
     CassetteMiss,
     ConfigError,
     EndpointUnreachable,
+    HarnessStop,
+    LocalModelError,
     NetworkBlocked,
+    ReplayedFailure,
     UnrecordableTraffic,
     causes,
     find_cause,
@@ -55,6 +58,18 @@ if TYPE_CHECKING:
     from pytest_harness._wire import Recognised
 
 SUFFIX = ".yaml"
+# Failures that are the test's set-up, not the model's: never recorded as a call's outcome.
+_NOT_RECORDED = (
+    HarnessStop,
+    CassetteError,
+    NetworkBlocked,
+    ConfigError,
+    LocalModelError,
+    EndpointUnreachable,
+    ReplayedFailure,
+)
+# Where a recorded failure says its call went when it sent no request (cut off before).
+_UNSENT = "http://unsent.invalid/"
 _CALL = scope.NOTE_PREFIX + "cassette_call"  # the seam call's number, in its kwargs
 _ASKED = scope.NOTE_PREFIX + "cassette_key"  # its key (matching.seam_key), in its kwargs
 # The key replay gives SDKs that refuse to start without one: nothing is sent in replay.
@@ -221,6 +236,7 @@ class CassetteSlot:
     # played, and what recognition read in it.
     _replies: dict[int, tuple[Any, bool, Recognised]] = field(default_factory=dict)
     _live_uri: str | None = None
+    _failed: dict[int, int] = field(default_factory=dict)  # seam call by its error's id
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -288,6 +304,10 @@ class CassetteSlot:
             if index is None:
                 return None
             stored = cassette.stored(index)
+            failed = files.failure(stored)
+            if failed is not None:  # it got no reply when recorded: it fails so again
+                cassette.play(index)
+                raise failed.error()
             found, price = files.recognised(stored), files.price(stored)
             answer = None if found is None else read(found, price)
             if found is None or answer is None:
@@ -319,8 +339,32 @@ class CassetteSlot:
         return value
 
     def translate(self, error: BaseException) -> BaseException | None:
-        found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked))
+        found = find_cause(error, (CassetteMiss, CassetteError, NetworkBlocked, ReplayedFailure))
         return found if found is not None else self.unreachable(error)
+
+    def failed(self, kwargs: Mapping[str, Any], error: BaseException, seconds: float) -> None:
+        """Record a seam call that got no reply while recording (it raised, or its caller
+        abandoned it: a deadline), in its place: replay fails it the same way there
+        (``files.Failure``). Not the test's set-up errors (a miss, a blocked connection, a
+        wrong setting, the embedded model gone): those fail the test, which records
+        nothing; nor a call without a seam key (it could not be found again)."""
+        call, cassette = kwargs.get(_CALL), self._cassette
+        if self.mode == "none" or cassette is None or not isinstance(call, int):
+            return
+        if call not in self._keys or isinstance(error, _NOT_RECORDED):
+            return
+        from pytest_harness._cassettes import files
+
+        uri = str(kwargs.get("api_base") or kwargs.get("base_url") or _UNSENT)
+        cassette.failed(call, files.Failure.of(error, seconds), uri)
+        self._failed[id(error)] = call
+
+    def retried(self, error: BaseException) -> None:
+        """A call that failed with ``error`` is sent again (a retry middleware): the failure
+        recorded in its place goes (replay never retries: it plays the retry's outcome)."""
+        call, cassette = self._failed.pop(id(error), None), self._cassette
+        if call is not None and cassette is not None:
+            cassette.retried(call)
 
     def unreachable(self, error: BaseException) -> EndpointUnreachable | None:
         """What a recording request that found nothing at its address means, or None.

@@ -131,9 +131,11 @@ def kept(interaction: Interaction) -> dict[str, Any]:
     Idempotent: an interaction already kept so comes back equal.
     """
     request = dict(interaction["request"])
-    response = dict(interaction["response"])
     request["uri"] = pinned(str(request.get("uri", "")))
     request["headers"] = _without(request.get("headers"), response=False)
+    if "response" not in interaction:  # a call that failed: no reply (``files.FAILURE``)
+        return {**interaction, "request": request}
+    response = dict(interaction["response"])
     response["headers"] = _without(response.get("headers"), response=True)
     return {**interaction, "request": request, "response": response}
 
@@ -197,7 +199,7 @@ def align(
             added.append(interaction)
             continue
         earlier = old[slots[occurrence - 1]]
-        swaps = same_answer(earlier["response"], interaction["response"])
+        swaps = _same_outcome(earlier, interaction)
         reused = swaps is not None and not _sent_on(swaps, new[position + 1 :])
         placed.append(
             (slots[occurrence - 1], _reused(earlier, interaction, gains) if reused else interaction)
@@ -210,6 +212,18 @@ def _reused(old: Interaction, new: Interaction, gains: Collection[str]) -> dict[
     if SEAM_FIELD in new:
         gained[SEAM_FIELD] = new[SEAM_FIELD]
     return kept({**old, **gained})
+
+
+def _same_outcome(old: Interaction, new: Interaction) -> set[str] | None:
+    """``same_answer`` of two interactions' responses; two calls that got no reply are the
+    same when they failed alike (the seconds they ran aside)."""
+    if "response" in old and "response" in new:
+        return same_answer(old["response"], new["response"])
+    failures = [
+        {k: v for k, v in (i.get("failure") or {}).items() if k != "after_s"} for i in (old, new)
+    ]
+    same = "response" not in old and "response" not in new and failures[0] == failures[1]
+    return set() if same else None
 
 
 def same_answer(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str] | None:

@@ -321,6 +321,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sound: set[int] = set()  # responses whose body was checked (by id)
         self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
+        self._seam_sent: dict[int, Any] = {}  # the last request each seam call sent live
         self.playing = threading.Lock()
         passes = self._passes = matching.host_filter(ignore_hosts)
         super().__init__(
@@ -359,6 +360,9 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         return self._before_record_request(_request(stored["request"]))
 
     def _stored_response(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        failed = files.failure(stored)
+        if failed is not None:  # no reply to play: replay raises how the call failed
+            return {files.FAILURE: failed}
         response = {
             **_response(stored["response"]),
             files.LATENCY: files.latency(stored),
@@ -369,9 +373,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def append(self, request: Any, response: Any) -> None:
         started = self._sent.pop(id(request), None)
-        seam = matching.seam_call(request.headers) is not None
-        if seam and response["status"]["code"] in TRANSIENT:
-            return  # the seam retries it; the answer it gets in the end is recorded
+        call = matching.seam_call(request.headers)
+        if call is not None:
+            if response["status"]["code"] in TRANSIENT:
+                return  # the seam retries it; the answer it gets in the end is recorded
+            self._seam_sent.pop(call, None)  # answered: no failure of its is recorded
         before = len(self.data)
         super().append(request, response)
         if len(self.data) > before:
@@ -387,6 +393,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if mcp.standing_stream(request.method, request.headers):
             return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
         response = self._play_next(request)
+        if files.FAILURE in response:
+            raise response[files.FAILURE].error()
         self._check_body(request, response)
         if self._watcher is not None:
             self._watcher(request, response, True)
@@ -475,7 +483,33 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self._gate is not None:
             self._gate(request)
         self._sent[id(request)] = time.perf_counter()  # sent live now: its latency starts
+        call = matching.seam_call(request.headers)
+        if call is not None:
+            self._seam_sent[call] = request  # what a seam call that fails is recorded with
         return False
+
+    def failed(self, call: int, failure: files.Failure, uri: str) -> None:
+        """Record that seam call ``call`` got no reply (``failure``), in its place, with the
+        request it last sent (one made for ``uri`` when it sent none); not when a reply of
+        it was recorded (an error status: it replays as it was)."""
+        if any(matching.seam_call(r.headers) == call for r, _ in self.recorded_now):
+            return
+        request = self._seam_sent.pop(call, None)
+        if request is None:
+            request = Request("POST", uri, b"", {matching.SEAM_HEADER: str(call)})
+        request = self._before_record_request(request)
+        if request is not None:  # None: a host whose traffic passes through
+            self.data.append((request, {files.FAILURE: failure}))
+            self.dirty = True
+
+    def retried(self, call: int) -> None:
+        """Forget the failure recorded for seam call ``call``: its caller sends it again (a
+        retry middleware), and replay, which never retries, gives the retry's outcome."""
+        for index in range(len(self.data) - 1, self._loaded_count - 1, -1):
+            request, response = self.data[index]
+            if files.FAILURE in response and matching.seam_call(request.headers) == call:
+                del self.data[index]
+                return
 
     def miss_message(self, request: Any) -> str:
         """What a replay miss says: the file, the request, the closest recording, the fix."""

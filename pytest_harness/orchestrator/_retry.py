@@ -128,6 +128,7 @@ class Retry:
             raise _exhausted(call, attempt, waited, refusal, error) from error
         detail = f"{failure.kind}; waiting {_seconds(wait)} s"
         call.event("retry", f"{detail} (attempt {attempt + 1} of {self.max_attempts})")
+        model.retried(error)  # its cassette keeps the answer it gets in the end
         return wait
 
     def backoff(self, attempt: int) -> float:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_harness._agent import Agent
+from pytest_harness._aio import abandoned
 from pytest_harness.errors import (
     AgentTimeout,
     CassetteError,
@@ -166,7 +167,7 @@ async def take_turn(
     try:
         await asyncio.wait({task}, timeout=seat.timeout)
     finally:
-        cut = not task.done()
+        cut = not task.done() or abandoned(task)  # cut off at its limit when recorded
         if cut:  # past its limit, or the team itself was cancelled
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeAlias
 from pytest_harness import _model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
-from pytest_harness._aio import in_daemon_thread, maybe_await
+from pytest_harness._aio import abandoned, in_daemon_thread, maybe_await
 from pytest_harness._stats import percent_agreement
 from pytest_harness.errors import (
     AgentTimeout,
@@ -485,6 +485,7 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+    pending |= set(filter(abandoned, tasks))  # cut off at the deadline when recorded
     for task in tasks:
         if task not in pending and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]

@@ -349,14 +349,15 @@ class ItemRun:
         """Run the test's body once per sample; fail unless enough samples passed."""
         sampling = self.sampling
         assert sampling is not None
-        problems = len(self.watch.problems)
+        problems, answers = len(self.watch.problems), len(self.watch.answers)
 
         def starting(number: int) -> None:
-            nonlocal problems
-            problems = len(self.watch.problems)
+            nonlocal problems, answers
+            problems, answers = len(self.watch.problems), len(self.watch.answers)
             self.reports.sample = number
             if self.reports.harness is not None:
                 self.reports.harness.sample = number
+            self._sample_local(number)
 
         def explain(error: BaseException) -> str:
             info = pytest.ExceptionInfo.from_exception(error)
@@ -368,9 +369,20 @@ class ItemRun:
                 starting=starting,
                 problem=lambda: self.watch.claim(problems),
                 explain=explain,
+                answered=lambda: self.watch.answers[answers:],
             )
         finally:
+            self._sample_local(None)
             self.item.user_properties.extend(sampling.junit_properties(self.item.nodeid))
+
+    def _sample_local(self, number: int | None) -> None:
+        """Tell the embedded model which sample runs (None: none): its own seed and a
+        temperature above 0 for each, the harness's calls and the application's alike."""
+        local = self.scope.routes.get(route.LOCAL_MODEL)
+        if isinstance(local, route.LocalRoute):
+            local.sample = number
+            if local.live:
+                route.sampling(number)
 
     def blocked(self) -> str | None:
         """Why a test that passed must fail: connections refused in replay mode, or None."""

@@ -43,6 +43,7 @@ from pytest_harness.errors import (
     LocalModelError,
     NetworkBlocked,
     find_cause,
+    type_name,
 )
 
 SAMPLES_PROPERTY = "harness_samples"
@@ -102,6 +103,9 @@ class Sampling:
         stop: the sample that stopped the sampling (a cassette miss, a wrong setting: the
             test cannot run as written), or None.
         decided: what the sequential test decided so far, or None.
+        alike: every sample ran got the same model answers (the replies in the test's
+            traffic, in any order), at least one each: its samples are copies, whatever
+            their rate says.
     """
 
     count: int
@@ -113,6 +117,7 @@ class Sampling:
     failures: list[SampleFailure] = field(default_factory=list)
     stop: SampleFailure | None = None
     decided: Decision | None = None
+    alike: bool = False
 
     @property
     def passes(self) -> int:
@@ -143,6 +148,7 @@ class Sampling:
         starting: Callable[[int], None],
         problem: Callable[[], str | None],
         explain: Callable[[BaseException], str],
+        answered: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         """Run ``once`` for each sample (until decided, when sequential); fail
         (``pytest.fail``) when the rate is not reached; an inconclusive test fails, xfails or
@@ -154,10 +160,14 @@ class Sampling:
             problem: after a sample that raised nothing, why it failed anyway (a bad model
                 response the application received), or None.
             explain: the full account of a sample's exception (pytest's failure report).
+            answered: after a sample, the model answers of its traffic (``alike``).
         """
+        answers: set[tuple[str, ...]] = set()
         for number in range(1, self.count + 1):
             starting(number)
             self._sample(number, once, problem, explain)
+            answers.add(tuple(sorted(answered())))
+            self.alike = number > 1 and len(answers) == 1 and () not in answers
             self.ran = number
             if self.sprt is not None:
                 self.decided = self.sprt.decide(self.passes, len(self.failures))
@@ -220,9 +230,16 @@ class Sampling:
         ``"inconclusive: 80/100 passed (...) ...; about 140 more samples would likely decide
         it"``; when a sample stopped the sampling, how many completed and why: ``"no sample
         of 10 completed: CassetteMiss: ..."``, ``"3 of 10 samples completed (3 passed), then
-        sample 4 stopped: ..."``."""
+        sample 4 stopped: ..."``; a test whose samples all got the same answers says so:
+        ``"..., all 5 samples answered alike"``."""
         if self.stop is not None:
             return self._stopped_summary(self.stop)
+        return self._counted_summary() + self._alike_said()
+
+    def _alike_said(self) -> str:
+        return f", all {self.ran} {self.unit} answered alike" if self.alike else ""
+
+    def _counted_summary(self) -> str:
         low, high = wilson(self.passes, self.ran, z_of(self.confidence))
         rate = self.passes / self.ran if self.ran else 0.0
         counted = (
@@ -260,7 +277,11 @@ class Sampling:
 
     def failure_message(self) -> str:
         """Why a sampled test failed: the rate, the first failure in full, the others briefly."""
-        said = self.summary() if self.sprt is not None else f"{self.summary()} of {self.count}"
+        said = (
+            self.summary()
+            if self.sprt is not None or self.stop is not None
+            else f"{self._counted_summary()} of {self.count}{self._alike_said()}"
+        )
         lines = [f"pytest-harness: {said} ({self._settings()}).{self._fix()}"]
         lines.append("Failed samples: " + ", ".join(str(f.sample) for f in self.failures) + ".")
         if self.failures:
@@ -304,6 +325,7 @@ class Sampling:
             "pass_k": {str(k): round(v, 6) for k, v in pass_hat_ks(self.passes, self.ran).items()},
             "failures": [{"sample": f.sample, "reason": f.line} for f in self.failures],
             "stopped": {"sample": stop.sample, "reason": stop.line} if stop else None,
+            "alike": self.alike,
             "sequential": None,
         }
         if self.sprt is not None:
@@ -395,7 +417,7 @@ def _first_failure(record: Mapping[str, Any]) -> str:
 def _line(error: BaseException) -> str:
     """An exception's type and the first line of its message."""
     first = (str(error).strip().splitlines() or [""])[0]
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return f"{type_name(error)}: {first}" if first else type_name(error)
 
 
 def percent(value: float) -> str:

@@ -266,6 +266,12 @@ def exchange(seen: Seen, number: int, problem: str | None) -> dict[str, Any]:
     }
 
 
+def answer(response: ModelResponse) -> str:
+    """What a model response says (its text, reasoning and tool calls), as one text."""
+    calls = [(call.name, call.raw_arguments) for call in response.tool_calls]
+    return json.dumps([response.content, response.reasoning, calls], default=str)
+
+
 def _fewer(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """At most ``MAX_MESSAGES``: the first (a system prompt, a question), a line saying how
     many were left out, then the latest."""
@@ -305,6 +311,8 @@ class TrafficWatch:
             is read from them: ``harness.trajectory``).
         tool_runs: every MCP tool call the application made, in order, each knowing how
             many of ``exchanges`` came before it.
+        answers: what each model response of the traffic said (``answer``), the harness's
+            and the application's, in order: a sampled test tells copies by them.
     """
 
     test: str
@@ -317,6 +325,7 @@ class TrafficWatch:
     calls: list[dict[str, Any]] = field(default_factory=list)
     exchanges: list[Seen] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
     _reported: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -355,6 +364,7 @@ class TrafficWatch:
         itself (under the model it asked for, with its price).
         """
         found = seen.found
+        self.answers.append(answer(found.response))
         if seen.seam:
             return model.defect(found.response)
         cost = None if self.free or seen.price is None else seen.price.cost

@@ -17,7 +17,9 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
 * tools become a prompt and a JSON grammar (as for the harness's agents), and the reply is
   sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams);
 * ``max_completion_tokens`` is sent as ``max_tokens``; ``temperature`` 0 and ``seed`` 42
-  are the defaults, so a recording can be made again with the same answers;
+  are the defaults, so a recording can be made again with the same answers; while a
+  sampled test runs, its sample's (``route.defaults``), which the test process tells the
+  endpoint with ``POST /harness/sample`` ``{"sample": n}`` (``null``: no sample runs);
 * what the model cannot do (images or audio, ``n`` above 1, a tool that is not a function,
   another response format) is a 400 naming it, and so is any request the server refuses:
   its 500 becomes a 400 with its message. The Responses API (``/v1/responses``) and
@@ -48,15 +50,18 @@ _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "functio
 _FORMATS = frozenset({"text", "json_object", "json_schema"})
 # Asked of OpenAI, meaningless here: not sent on to a server that might refuse them.
 _DROPPED = ("parallel_tool_calls", "store", "metadata", "service_tier", "reasoning_effort")
+SAMPLE_PATH = "/harness/sample"  # the test process's word of the running sample
 _ELSEWHERE = {
     "/v1/responses": "the OpenAI Responses API",
     "/v1/messages": "Anthropic's Messages API",
 }
 
 
-def adapt(body: Any) -> tuple[dict[str, Any], bool]:
+def adapt(body: Any, sample: int | None = None) -> tuple[dict[str, Any], bool]:
     """The Chat Completions request as the llama.cpp server needs it, and whether tools
-    were offered (the reply is then read back into tool calls).
+    were offered (the reply is then read back into tool calls). ``sample``: the running
+    sample's number in a sampled test, whose temperature and seed a request that sets none
+    gets (``route.defaults``).
 
     Raises:
         UnsupportedRequest: the request asks for what the embedded model cannot do.
@@ -72,8 +77,8 @@ def adapt(body: Any) -> tuple[dict[str, Any], bool]:
     if "max_completion_tokens" in request:
         limit = request.pop("max_completion_tokens")
         request.setdefault("max_tokens", limit)
-    request.setdefault("temperature", 0)
-    request.setdefault("seed", 42)
+    for name, value in route.defaults(sample).items():
+        request.setdefault(name, value)
     offered = _offer(request)
     if "response_format" in request:
         request["response_format"] = _response_format(request["response_format"])
@@ -220,6 +225,7 @@ class Endpoint(ThreadingHTTPServer):
     def __init__(self, port: int, upstream: str) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.upstream = urllib.parse.urlsplit(upstream)
+        self.sample: int | None = None  # the running sample of a sampled test (SAMPLE_PATH)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Stay quiet when the client hung up first (it timed out, or was cancelled)."""
@@ -241,12 +247,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = urllib.parse.urlsplit(self.path).path.rstrip("/")
-        if path.endswith("/chat/completions"):
+        if path == SAMPLE_PATH:
+            self._sample(raw)
+        elif path.endswith("/chat/completions"):
             self._chat(raw)
         elif api := next((n for p, n in _ELSEWHERE.items() if path.endswith(p)), None):
             self._send(400, refusal(_elsewhere(api, path)), "application/json")
         else:
             self._forward("POST", self.path, raw)
+
+    def _sample(self, raw: bytes) -> None:
+        """Note the running sample (``SAMPLE_PATH``: ``{"sample": n}``, null for none)."""
+        try:
+            sample = json.loads(raw or b"null").get("sample")
+        except (ValueError, AttributeError):
+            sample = ""
+        if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int)):
+            message = 'the body must be {"sample": <a whole number, or null>}'
+            self._send(400, refusal(message, "sample"), "application/json")
+            return
+        self.server.sample = sample
+        self._send(200, b"{}", "application/json")
 
     def _chat(self, raw: bytes) -> None:
         try:
@@ -255,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, refusal("the request body is not JSON"), "application/json")
             return
         try:
-            request, offered = adapt(body)
+            request, offered = adapt(body, self.server.sample)
         except UnsupportedRequest as refused:
             self._send(400, refusal(str(refused), refused.param), "application/json")
             return

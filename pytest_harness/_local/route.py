@@ -18,6 +18,10 @@ server and works around what this server and model do differently from OpenAI:
   server honours a request's seed, but a sampled answer (temperature above 0) repeats only
   from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
   and a prompt evaluated in part gives slightly different logits.
+* in sample n of a sampled test (``samples=N``) the defaults are ``temperature=0.8`` and
+  ``seed=42+n`` (``defaults``): each sample is a sample, not a copy of the first, and a
+  re-recording asks what the recording asked. The test tells its route (``LocalRoute.sample``)
+  and its endpoint (``sampling``) which sample runs. A value the caller sets wins.
 
 Replay needs no server: cassettes are matched with loopback hosts stripped of their port,
 so calls aimed at ``REPLAY_BASE`` (an address nothing listens on: vcrpy answers before any
@@ -66,7 +70,7 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 _DEATH_WAIT = 2.0
 
 
-def make_route(base_url: str) -> Route:
+def make_route(base_url: str, sample: int | None = None) -> Route:
     """The route sending calls for ``LOCAL_MODEL`` to the server at ``base_url``.
 
     It takes the litellm kwargs of a call and returns the kwargs to use: calls for any other
@@ -75,14 +79,15 @@ def make_route(base_url: str) -> Route:
 
     Args:
         base_url: ``LocalServer.base_url``, or ``REPLAY_BASE`` when replaying cassettes.
+        sample: the running sample's number in a sampled test, else None (``defaults``).
     """
 
     def route(kwargs: dict[str, Any]) -> dict[str, Any]:
         if kwargs.get("model") != LOCAL_MODEL:
             return kwargs
         routed = {**kwargs, "model": LITELLM_NAME, "api_base": base_url, "api_key": _API_KEY}
-        routed.setdefault("temperature", 0)
-        routed.setdefault("seed", 42)
+        for name, value in defaults(sample).items():
+            routed.setdefault(name, value)
         routed["max_retries"] = routed["num_retries"] = 0
         routed = offer(routed)  # tools as a prompt and a grammar: no native calls
         if "response_format" in routed:
@@ -91,6 +96,19 @@ def make_route(base_url: str) -> Route:
         return routed
 
     return route
+
+
+SEED = 42
+SAMPLED_TEMPERATURE = 0.8  # llama.cpp's own default: varied, still on topic
+
+
+def defaults(sample: int | None) -> dict[str, Any]:
+    """The temperature and seed of a call that sets none: 0 and ``SEED``, one answer
+    however often asked; in sample ``n`` of a sampled test, ``SAMPLED_TEMPERATURE`` and
+    ``SEED + n``: samples that differ, the same again when recorded again."""
+    if sample is None:
+        return {"temperature": 0, "seed": SEED}
+    return {"temperature": SAMPLED_TEMPERATURE, "seed": SEED + sample}
 
 
 def json_object_format(value: Any) -> Any:
@@ -132,14 +150,19 @@ class LocalRoute:
 
     In replay mode no server is started: the calls are answered from cassettes, which match
     loopback hosts without their port.
+
+    Attributes:
+        live: recording (the server runs), else replaying.
+        sample: the running sample's number in a sampled test, else None (``defaults``).
     """
 
     live: bool
+    sample: int | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if kwargs.get("model") != LOCAL_MODEL:
             return kwargs
-        return make_route(endpoint(live=self.live))(kwargs)
+        return make_route(endpoint(live=self.live), self.sample)(kwargs)
 
     def receive(self, kwargs: Mapping[str, Any], response: ModelResponse) -> ModelResponse:
         """The embedded model's tool calls, read back from its JSON reply."""
@@ -236,6 +259,15 @@ def environment(*, live: bool) -> dict[str, str]:
     at its faithful endpoint for application code (``endpoint`` module) when ``live``."""
     base = _local_server().app_url if live else REPLAY_BASE
     return {"OPENAI_BASE_URL": base, "OPENAI_API_BASE": base, "OPENAI_API_KEY": _API_KEY}
+
+
+def sampling(sample: int | None) -> None:
+    """Tell this process's endpoint which sample of a sampled test runs (None: none), so that
+    the application's calls get that sample's ``defaults`` too; nothing when no server runs."""
+    with _server_lock:
+        server = _server
+    if server is not None:
+        server.tell_sample(sample)
 
 
 def stop_local_server() -> None:

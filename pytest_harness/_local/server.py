@@ -21,6 +21,7 @@ of the connection error the call met.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -33,6 +34,7 @@ import urllib.parse
 from pathlib import Path
 from types import TracebackType
 
+from pytest_harness._local.endpoint import SAMPLE_PATH
 from pytest_harness._local.install import MODEL_NAME, ensure_installed, model_file, rebuild_command
 from pytest_harness.errors import LocalModelError
 
@@ -112,6 +114,22 @@ class LocalServer:
             self.stop()
             raise
         return self
+
+    def tell_sample(self, sample: int | None) -> None:
+        """Tell the endpoint which sample of a sampled test runs (None: none): it gives the
+        application's calls that sample's temperature and seed (``route.defaults``).
+
+        Raises:
+            LocalModelError: the endpoint did not take it.
+        """
+        if self._endpoint is None:
+            return
+        url = f"http://{_HOST}:{self._app_port}{SAMPLE_PATH}"
+        if not _posted(url, json.dumps({"sample": sample}).encode()):
+            raise LocalModelError(
+                f"the embedded model's endpoint did not take the sample number (POST {url}): "
+                "it may have died; the test's report says how"
+            )
 
     def failure(self, wait: float = 0.0) -> LocalModelError | None:
         """The error saying how the server died, or None while it runs (or was never started).
@@ -271,6 +289,23 @@ def _free_port() -> int:
         probe.bind((_HOST, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def _posted(url: str, body: bytes) -> bool:
+    """Whether ``POST url`` with the JSON ``body`` answers 200, over a bare socket (as
+    ``_answers``: the test's cassette must not see it)."""
+    parts = urllib.parse.urlsplit(url)
+    head = (
+        f"POST {parts.path} HTTP/1.0\r\nHost: {parts.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    try:
+        with socket.create_connection((parts.hostname, parts.port or 80), timeout=5) as connection:
+            connection.sendall(head.encode() + body)
+            answer = connection.recv(64)
+    except OSError:
+        return False
+    return answer.split(b" ", 2)[1:2] == [b"200"]
 
 
 def _answers(url: str) -> bool:

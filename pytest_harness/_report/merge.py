@@ -554,6 +554,7 @@ def sampling(record: Record) -> samples.Sampling:
         failures=[samples.SampleFailure(f["sample"], f["reason"], "") for f in record["failures"]],
         stop=samples.SampleFailure(stopped["sample"], stopped["reason"], "") if stopped else None,
         decided=sequential.get("decided") if sequential else None,
+        alike=bool(record.get("alike")),
     )
 
 

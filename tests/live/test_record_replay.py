@@ -297,3 +297,49 @@ def test_an_agent_run_recorded_from_the_embedded_model_replays_offline(
     assert replayed.ret == 0, replayed.stdout.str()
     before = json.loads((pytester.path / "recorded.json").read_text())
     assert json.loads((pytester.path / "replayed.json").read_text()) == before
+
+
+SAMPLED_SUITE = """
+import json, os, pathlib
+import openai, pytest
+from pytest_harness import complete
+
+ANSWERS = []
+
+@pytest.mark.harness(samples=4)
+def test_sampled(harness):
+    own = complete("Name an animal.", model="local", max_tokens=12).content
+    with openai.OpenAI() as client:  # through the embedded model's endpoint
+        app = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Name a colour."}],
+            max_tokens=12,
+        ).choices[0].message.content
+    ANSWERS.append([own, app])
+    pathlib.Path(os.environ["DUMP"]).write_text(json.dumps(ANSWERS))
+"""
+
+
+def test_samples_of_the_embedded_model_differ_and_replay_in_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each sample its own seed and a temperature above 0: the four samples are not four
+    copies (the harness's call nor the application's), and the replay gives each its own."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_sampled=SAMPLED_SUITE)
+    monkeypatch.setenv("DUMP", str(pytester.path / "recorded.json"))
+    recorded = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-v", "--harness-live", "--harness-model=local"
+    )
+    recorded.assert_outcomes(passed=1)
+    assert "answered alike" not in recorded.stdout.str()
+    answers = json.loads((pytester.path / "recorded.json").read_text())
+    assert len(answers) == 4
+    assert len({own for own, _ in answers}) > 1, answers
+    assert len({app for _, app in answers}) > 1, answers
+
+    monkeypatch.setenv("DUMP", str(pytester.path / "replayed.json"))
+    replayed = pytester.run(
+        *offline_command(), sys.executable, "-m", "pytest", "-p", "no:cacheprovider"
+    )
+    assert replayed.ret == 0, replayed.stdout.str()
+    assert json.loads((pytester.path / "replayed.json").read_text()) == answers

@@ -97,8 +97,8 @@ def record_then_replay(
     return recorded, replayed
 
 
-def cassette(pytester: pytest.Pytester) -> list[dict[str, Any]]:
-    path = pytester.path / "cassettes/test_panel/test_panel.yaml"
+def cassette(pytester: pytest.Pytester, test: str = "test_panel") -> list[dict[str, Any]]:
+    path = pytester.path / f"cassettes/{test}/{test}.yaml"
     interactions: list[dict[str, Any]] = json.loads(path.read_text())["interactions"]
     return interactions
 
@@ -189,3 +189,58 @@ def test_a_replayed_error_reads_as_the_recorded_one() -> None:
     error = failure.error()
     assert isinstance(error, ReplayedFailure)
     assert describe(error) == "Timeout: litellm.Timeout: took too long"
+
+
+TEAM = """
+import json, pathlib, sys
+import pytest
+from pytest_harness import Agent
+from pytest_harness.team import SharedState
+
+PARAMS = {{"api_base": "{url}", "api_key": "loopback-not-a-secret"}}
+
+class Fast(Agent):
+    model = "openai/loopback"
+    params = PARAMS
+    instructions = "I am Fast."
+
+class Slow(Fast):
+    instructions = "I am Slow."
+
+class Team(SharedState):
+    members = [Fast, SharedState.member(Slow, timeout=1)]
+    max_cycles = 2
+
+@pytest.mark.harness
+def test_team(harness):
+    result = Team().invoke("Find edge cases.")
+    turns = [(t.member, t.cycle, t.error) for t in result.errors]
+    loaded = "litellm" in sys.modules
+    pathlib.Path("turns.json").write_text(json.dumps([turns, result.cycles, loaded]))
+"""
+
+
+def test_a_team_member_cut_off_while_recording_is_cut_off_again(
+    pytester: pytest.Pytester,
+) -> None:
+    """Slow's first turn ran past its own timeout while recording: its call was abandoned.
+    The replay cuts it off in that turn again, at once (from the cassette: no litellm is
+    loaded to send it), and lets its second turn answer."""
+    slow = iter([Reply(delay=4), Reply(content="nothing new")])
+
+    def answer(body: dict[str, Any]) -> Reply:
+        return next(slow) if "You are Slow" in json.dumps(body["messages"]) else Reply()
+
+    with LoopbackServer(handler=answer) as server:
+        pytester.makepyfile(test_team=TEAM.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        run(pytester, "--harness-live").assert_outcomes(passed=1)
+    turns, cycles, _ = json.loads((pytester.path / "turns.json").read_text())
+    (turn,) = turns
+    assert turn[:2] == ["Slow", 1]
+    assert "did not finish within its timeout of 1 s" in turn[2]
+    (failed,) = [i["failure"] for i in cassette(pytester, "test_team") if "failure" in i]
+    assert failed["kind"] == "abandoned"
+    run(pytester).assert_outcomes(passed=1)  # the server is gone
+    replayed = json.loads((pytester.path / "turns.json").read_text())
+    assert replayed == [turns, cycles, False]

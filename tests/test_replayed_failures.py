@@ -87,13 +87,19 @@ def per_sample(pytester: pytest.Pytester, report: str) -> tuple[Any, list[Any]]:
 
 
 def record_then_replay(
-    pytester: pytest.Pytester, judges: Judges, **suite: str
+    pytester: pytest.Pytester, judges: Judges, *, edited: bool = False, **suite: str
 ) -> tuple[pytest.RunResult, pytest.RunResult]:
+    """Record the suite, then replay it with the server gone (``edited``: from a cassette
+    edited by hand, whose checksum no longer holds: the harness's calls then replay by
+    their HTTP match, not by their seam keys)."""
     with LoopbackServer(handler=judges) as server:
         pytester.makepyfile(test_panel=PANEL.format(url=server.url, **suite))
         pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
         recorded = run(pytester, "--harness-live", "--harness-report=live.json")
-    replayed = run(pytester, "--harness-report=replay.json")  # the server is gone
+    if edited:
+        path = pytester.path / "cassettes/test_panel/test_panel.yaml"
+        path.write_text(json.dumps(json.loads(path.read_text()), indent=1))
+    replayed = run(pytester, "--harness-report=replay.json")
     return recorded, replayed
 
 
@@ -103,13 +109,15 @@ def cassette(pytester: pytest.Pytester, test: str = "test_panel") -> list[dict[s
     return interactions
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["as-written", "edited-by-hand"])
 def test_a_judge_that_timed_out_while_recording_times_out_again_in_its_samples(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, edited: bool
 ) -> None:
     late = Reply(content=json.dumps({"pass": True}), delay=4)
     recorded, replayed = record_then_replay(
         pytester,
         Judges({2: late, 4: late}),
+        edited=edited,
         extra="",
         agents="[Polite, OnTopic]",
         timeout="1",
@@ -131,8 +139,9 @@ def test_a_judge_that_timed_out_while_recording_times_out_again_in_its_samples(
     assert all("on topic" in json.dumps(i["request"]["body"]) for i in failed)
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["as-written", "edited-by-hand"])
 def test_calls_that_failed_while_recording_fail_again_in_their_samples(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, edited: bool
 ) -> None:
     """A 500 not retried (nothing recorded: a retried call's fault never is), the call's own
     timeout (nothing recorded), a 400 (recorded as the HTTP reply it was)."""
@@ -144,6 +153,7 @@ def test_calls_that_failed_while_recording_fail_again_in_their_samples(
     recorded, replayed = record_then_replay(
         pytester,
         Judges(script),
+        edited=edited,
         extra=', "timeout": 1, "num_retries": 0, "max_retries": 0',
         agents="[OnTopic]",
         timeout="30",

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from pytest_harness._local import endpoint
+from pytest_harness._local.route import REPLAY_BASE, make_route
 from pytest_harness._samples import Sampling
 
 pytest_plugins = ["pytester"]
@@ -155,3 +157,21 @@ def test_samples_are_alike_only_when_each_got_the_same_answers() -> None:
     assert not sampled(("a",), ("a",), ("b",)).alike
     assert not sampled((), ()).alike  # no answer at all: nothing to compare
     assert not sampled(("a",)).alike  # one sample is no copy of another
+
+
+def test_a_sample_gets_its_own_seed_and_the_callers_values_win() -> None:
+    route = make_route(REPLAY_BASE, sample=3)
+    asked = {"model": "local", "messages": [{"role": "user", "content": "hi"}]}
+    assert (route(asked)["temperature"], route(asked)["seed"]) == (0.8, 45)
+    chosen = route({**asked, "temperature": 0.2, "seed": 1})
+    assert (chosen["temperature"], chosen["seed"]) == (0.2, 1)
+    unsampled = make_route(REPLAY_BASE)(asked)
+    assert (unsampled["temperature"], unsampled["seed"]) == (0, 42)
+
+
+def test_the_endpoint_gives_the_applications_calls_the_sample_it_was_told() -> None:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    sampled, _ = endpoint.adapt(body, sample=2)
+    assert (sampled["temperature"], sampled["seed"]) == (0.8, 44)
+    plain, _ = endpoint.adapt(body)
+    assert (plain["temperature"], plain["seed"]) == (0, 42)

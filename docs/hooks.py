@@ -5,6 +5,10 @@ at build time it becomes a table rendered from ``pytest_harness.plugin.OPTIONS``
 ``INI_KEYS`` or ``MARKERS`` (read from ``plugin.json``), the very definitions
 ``pytest_addoption`` and ``pytest_configure`` register. The docs cannot drift from the code,
 and a page naming a table that does not exist fails the build.
+
+Such a page reads as a placeholder where it is opened as a file (on a code host): it carries
+a note, between ``<!-- unbuilt`` and ``<!-- /unbuilt -->``, saying it is generated and how
+to build or read it. The build drops the note: the built page has what it promises.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from mkdocs.exceptions import PluginError
 from pytest_harness import plugin
 
 PLACEHOLDER = re.compile(r"^<!-- reference: (?P<table>[\w-]+) -->$", re.MULTILINE)
+# The note an unbuilt page shows in place of what the build renders (its links point into
+# the repository, outside the site: they go with it).
+UNBUILT_NOTE = re.compile(r"^<!-- unbuilt\b.*?^<!-- /unbuilt -->[ \t]*\n", re.M | re.S)
 
 
 class CombinedParameters(logging.Filter):
@@ -46,8 +53,9 @@ def on_config(config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
-    """Render the page's reference tables and list its API namespaces' exports."""
-    return _exports(_tables(markdown, page))
+    """Drop the page's note to readers of the unbuilt file, render its reference tables and
+    list its API namespaces' exports."""
+    return _exports(_tables(UNBUILT_NOTE.sub("", markdown), page))
 
 
 def _tables(markdown: str, page: Any) -> str:

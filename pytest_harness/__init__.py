@@ -5,7 +5,9 @@ The names a test author reaches for first. Each capability has its own namespace
 ``.strategies``, ``.testing``; every exception is in ``pytest_harness.errors``.
 
 Only re-exports live here, and lazily: importing ``pytest_harness`` (as pytest does when it
-loads the plugin) imports nothing heavy; each name is imported on first access.
+loads the plugin) imports nothing heavy; each name is imported on first access. An old name
+(one that moved to a namespace, docs/migration.md) fails with an error naming its new home:
+``_migration`` says where, consulted only once a lookup has failed.
 
 PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
 it imports it; this module has none, and it is loaded at every start-up.
@@ -13,10 +15,15 @@ it imports it; this module has none, and it is loaded at every start-up.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
     from pytest_harness._agent import Agent, AgentResult
     from pytest_harness._fixture import Harness
     from pytest_harness._model import acomplete, complete
@@ -71,7 +78,13 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
-        raise AttributeError(f"module 'pytest_harness' has no attribute {name!r}")
+        # A submodule not imported yet (``from pytest_harness import _scope``), a probe
+        # (``__wrapped__``): never an old name, and the table is left unloaded.
+        if name.startswith("_"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+        from pytest_harness._migration import missing_attribute
+
+        raise missing_attribute(__name__, name)
     # Not cached here: the module that defines it stays the one source, even when a test
     # tool (pytester) drops and re-imports the package's modules.
     return getattr(import_module(f"pytest_harness.{_HOME.get(name, 'errors')}"), name)
@@ -79,3 +92,31 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _OldNames:
+    """Last on ``sys.meta_path``: a module of this package that nothing else found is looked
+    up among the old names, and an old one raises ``MovedName`` (naming its new home) instead
+    of the bare ``ModuleNotFoundError``. ``from pytest_harness import Orchestrator`` ends here
+    too: once the attribute is missing, the import system tries the submodule.
+
+    A ``MovedName`` from ``__getattr__`` could not do it: ``from ... import`` turns any
+    AttributeError into "cannot import name", and anything else would break ``hasattr``.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None, /
+    ) -> ModuleSpec | None:
+        if fullname.startswith(f"{__name__}.") and "._" not in fullname:
+            from pytest_harness._migration import refuse
+
+            refuse(fullname)
+        return None
+
+
+# Once per process, however often the package is imported again (pytester forgets modules).
+if not any(
+    (type(finder).__module__, type(finder).__qualname__) == (__name__, "_OldNames")
+    for finder in sys.meta_path
+):
+    sys.meta_path.append(_OldNames())

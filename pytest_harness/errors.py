@@ -7,6 +7,7 @@ against the classes below)::
     ├── ConfigError (also ValueError)       a wrong option, ini value or marker argument
     │   └── DatasetError                    a dataset of cases that cannot be read
     │       └── LabelError                  a labelled set that cannot be read
+    ├── MovedName (also ImportError)        an old import: the error names the new home
     ├── InvalidResponse                     a structurally unusable model response
     │   └── DegenerateResponse              valid, but nothing visible (blank / think-only)
     ├── ProviderResponseError               the provider answered something we cannot read
@@ -107,6 +108,15 @@ class HarnessError(Exception):
 
 class ConfigError(HarnessError, ValueError):
     """A user mistake in options, ini keys, markers or arguments."""
+
+
+class MovedName(HarnessError, ImportError):
+    """An import of a name the package no longer has there: it moved (the message says
+    where) or was removed (the message says what to use). docs/migration.md lists them all.
+
+    ``hasattr(pytest_harness, old_name)`` is still False: attribute access raises an
+    ``AttributeError`` saying the same.
+    """
 
 
 class InvalidResponse(HarnessError):

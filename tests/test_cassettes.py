@@ -7,6 +7,8 @@ modules an in-process run imports, and litellm does not survive a second import)
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,57 @@ def test_replay_without_recording_is_a_cassette_miss(suite: pytest.Pytester) -> 
             "*To record it: pytest 'test_geo.py::test_capital' --harness-record=new*",
         ]
     )
+
+
+# The README's first test: the application's own SDK call, in a harness test.
+APP = """
+import openai
+import pytest
+
+@pytest.mark.harness
+def test_answer():
+    messages = [{"role": "user", "content": "Where is my order A-1?"}]
+    openai.OpenAI().chat.completions.create(model="gpt-4o-mini", messages=messages)
+"""
+
+
+def without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+
+
+def test_with_no_key_a_miss_says_how_to_record_with_the_embedded_model(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "to record it" commands would end in the SDK's missing credentials."""
+    without_keys(monkeypatch)
+    suite.makepyfile(test_app=APP)
+    result = run(suite)  # replay sets placeholder keys for the SDKs: they are not keys
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteMiss: no recording in *",
+            "*To record it: pytest 'test_app.py::test_answer' --harness-record=new (adds *"
+            "from scratch). No API key is set (no *_API_KEY variable in the environment): "
+            "record it with the embedded model, which needs none: pytest "
+            "'test_app.py::test_answer' --harness-live --harness-model=local (*",
+        ]
+    )
+
+
+def test_with_a_key_a_miss_gives_only_the_commands_that_use_it(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_keys(monkeypatch)
+    secret = "sk-test-only-0123456789abcdefghij"  # not a real key; never shown
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    suite.makepyfile(test_app=APP)
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*To record it: pytest 'test_app.py::test_answer' *scratch)."])
+    result.stdout.no_fnmatch_line("*harness-model=local*")
+    assert secret not in result.stdout.str()
 
 
 def test_miss_shows_a_diff_against_the_closest_recording(
@@ -437,6 +490,22 @@ def test_a_crash_between_write_and_replace_keeps_the_old_cassette(
 
     suite.makeconftest(CONFTEST.format(url=server.url))
     run(suite).assert_outcomes(passed=1)  # the temporary file is ignored
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077], ids=lambda umask: f"umask {umask:03o}")
+def test_a_cassette_gets_the_mode_a_new_file_gets(
+    suite: pytest.Pytester, server: LoopbackServer, umask: int
+) -> None:
+    """0666 less the umask (0644 usually), as a checked-out file has; never mkstemp's 0600."""
+    server.handler = lambda body: Reply(content="Paris")
+    suite.makepyfile(test_geo=SIMPLE)
+    before = os.umask(umask)
+    try:
+        run(suite, "--harness-live").assert_outcomes(passed=1)
+    finally:
+        os.umask(before)
+    path = suite.path / "cassettes/test_geo/test_capital.yaml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
 
 
 # A bare socket: no HTTP library the cassette patches, so only the network guard sees it.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -169,6 +170,38 @@ def test_the_reference_tables_come_from_the_plugin(site: Path) -> None:
         assert [row.find("span").attrs["id"] for row in rows] == names, page
     help_text = parse((site / "reference" / "ini.html").read_text(encoding="utf-8")).text
     assert " ".join(plugin.INI_KEYS["harness_cassette_dir"]["help"].split()) in help_text
+
+
+def generated_pages() -> list[Path]:
+    """The pages that are placeholders until the build fills them in."""
+    placeholder = re.compile(r"^(::: pytest_harness|<!-- reference: )", re.M)
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    return [page for page in pages if placeholder.search(page.read_text(encoding="utf-8"))]
+
+
+def test_a_generated_page_says_so_where_it_is_read_unbuilt() -> None:
+    """On a code host the page is its placeholder: its note says what the build puts there,
+    how to read the same unbuilt, and how to build it; its links point at files that exist."""
+    pages = generated_pages()
+    assert len(pages) == len(NAMESPACES) + 3  # the API pages; options, ini keys, markers
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        note = re.search(r"^<!-- unbuilt\b.*?\n(?P<note>.*?)^<!-- /unbuilt -->$", text, re.M | re.S)
+        assert note is not None, page
+        said = " ".join(line.removeprefix(">") for line in note["note"].splitlines())
+        assert said.split()[:4] == ["[!NOTE]", "**Generated", "page.**", "The"], page
+        assert "`tox -e docs`" in said, page
+        assert re.search(r"`python -m pydoc [\w.]+`|`pytest --(help|markers)`", said), page
+        for link in re.findall(r"\]\(([^)]+)\)", said):
+            assert (page.parent / link).resolve().is_file(), (page, link)
+
+
+def test_the_built_pages_leave_the_unbuilt_note_out(site: Path) -> None:
+    for page in generated_pages():
+        relative = page.relative_to(ROOT / "docs").with_suffix(".html")
+        html = (site / relative).read_text(encoding="utf-8")
+        assert "Generated page" not in html, relative
+        assert "[!NOTE]" not in html, relative
 
 
 def text(node: Node) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_harness._local import route, server
+from pytest_harness._local.install import BUILD_TIME
 from pytest_harness.errors import LocalModelError
 
 
@@ -67,6 +68,6 @@ def test_a_server_killed_by_a_signal_is_not_handed_to_the_next_test(running: Sta
     message = str(raised.value)
     assert f"pid {pid}) was killed by signal SIGSEGV" in message
     assert "llama.cpp stand-in: model loaded" in message  # the last lines of its log
-    assert "Rebuild it portable" in message  # and the fix
+    assert f"Rebuild it portable ({BUILD_TIME}): " in message  # and the fix, and how long
     with pytest.raises(LocalModelError):
         route.endpoint(live=True)  # the harness's own calls are refused the same way

@@ -157,9 +157,13 @@ def _sorted(value: Any) -> Any:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one."""
+    """Write ``text`` to ``path`` so that a crash leaves either the old file or the new one.
+
+    The file gets the mode any new file gets, 0666 less the umask (0644 usually), as a file
+    checked out of git has; ``tempfile.mkstemp``'s 0600 would pass to the file put in place.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temporary = _new_file(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
@@ -170,6 +174,15 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _new_file(path: Path) -> tuple[int, Path]:
+    """A new empty file beside ``path`` (0666 less the umask), named as no other writer's."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        temporary = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+        with contextlib.suppress(FileExistsError):
+            return os.open(temporary, flags, 0o666), temporary
 
 
 def header(path: Path, *, lock: bool = True) -> dict[str, Any]:

@@ -76,6 +76,17 @@ _ASKED = scope.NOTE_PREFIX + "cassette_key"  # its key (matching.seam_key), in i
 REPLAY_KEY = "pytest-harness-replay-needs-no-key"
 
 
+def provider_keys(environ: Mapping[str, str]) -> list[str]:
+    """The names (never the values) of the provider keys set in ``environ``: every
+    ``*_API_KEY`` variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``...)
+    that is not empty and not the placeholder replay sets (``REPLAY_KEY``)."""
+    return sorted(
+        name
+        for name, value in environ.items()
+        if name.upper().endswith("_API_KEY") and value and value != REPLAY_KEY
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Seen:
     """A model response the code under test received.
@@ -534,7 +545,20 @@ class CassetteSlot:
         return (
             f"To record it: pytest '{test}' --harness-record=new{model} (adds what is "
             f"missing), or pytest '{test}' --harness-live{model} (re-records the cassette "
-            "from scratch)."
+            f"from scratch).{self._keyless_hint()}"
+        )
+
+    def _keyless_hint(self) -> str:
+        """With no provider key set, the command that records with the embedded model: the
+        commands above would end in the SDK's "missing credentials"."""
+        from pytest_harness._local.route import LOCAL_MODEL
+
+        if self.model == LOCAL_MODEL or provider_keys(os.environ):
+            return ""
+        return (
+            " No API key is set (no *_API_KEY variable in the environment): record it with "
+            f"the embedded model, which needs none: pytest '{self.nodeid}' --harness-live "
+            "--harness-model=local (it needs pip install 'pytest-harness[local]')."
         )
 
     def close(self, *, keep: bool) -> Path | None:

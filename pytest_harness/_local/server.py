@@ -35,7 +35,13 @@ from pathlib import Path
 from types import TracebackType
 
 from pytest_harness._local.endpoint import SAMPLE_PATH
-from pytest_harness._local.install import MODEL_NAME, ensure_installed, model_file, rebuild_command
+from pytest_harness._local.install import (
+    BUILD_TIME,
+    MODEL_NAME,
+    ensure_installed,
+    model_file,
+    rebuild_command,
+)
 from pytest_harness.errors import LocalModelError
 
 _HOST = "127.0.0.1"
@@ -262,7 +268,7 @@ def _advice(number: int) -> str:
         return (
             "llama-cpp-python is built from source for the CPU it was built on, and dies so "
             "where this CPU refuses an instruction it uses (Intel AMX on some virtual "
-            f"machines). Rebuild it portable: {rebuild_command()}"
+            f"machines). Rebuild it portable ({BUILD_TIME}): {rebuild_command()}"
         )
     if number == signal.SIGKILL:
         return "Something outside killed it: the kernel's out-of-memory killer, or a user."

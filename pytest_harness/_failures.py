@@ -49,7 +49,7 @@ def brief(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> st
     if not shows_briefly(item.config):
         return None
     found = harness_error(excinfo.value)
-    return None if found is None else render(item.config, excinfo, found)
+    return None if found is None else render(item, excinfo, found)
 
 
 def shows_briefly(config: pytest.Config) -> bool:
@@ -69,14 +69,15 @@ def harness_error(raised: BaseException) -> BaseException | None:
 
 
 def render(
-    config: pytest.Config, excinfo: pytest.ExceptionInfo[BaseException], found: BaseException
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], found: BaseException
 ) -> str:
     """``found``'s message, the user's frames that led to it, and what was left out.
 
     When ``found`` is not what the test raised (an SDK or the application wrapped it, or
-    ``found`` was made from it), a line says where the test failed and with what.
+    ``found`` was made from it), a line says where the test failed (its own line, when
+    the test's file holds one) and with what.
     """
-    raised = excinfo.value
+    config, raised = item.config, excinfo.value
     entries = list(excinfo.traceback)
     users = _users(entries, raised)
     if users:  # the frames before the test's are pytest's (and the harness's hooks)
@@ -86,7 +87,8 @@ def render(
     lines = [describe(found), ""]
     lines += [line for entry in shown for line in _frame(config, entry)]
     if found is not raised:
-        at = f" at {_place(config, users[-1])}" if users else ""
+        tests = [entry for entry in users if Path(entry.path) == item.path] or users
+        at = f" at {_place(config, tests[-1])}" if tests else ""
         then = type(raised).__name__ if str(found) in str(raised) else describe(raised)
         lines.append(f"The test then failed{at} with {then}")
     left_out = _packages(entry for entry in [*entries, *own] if entry not in shown)

@@ -164,7 +164,7 @@ def _shorten(
         return None
     found = unreachable or failures.harness_error(excinfo.value)
     if found is not None:
-        report.longrepr = failures.render(item.config, excinfo, found)
+        report.longrepr = failures.render(item, excinfo, found)
     return found
 
 

@@ -39,17 +39,19 @@ _PYTEST = ("_pytest", "pluggy", "pytest")  # the runner's frames: never named as
 # A frame of ``ExceptionInfo.traceback``: pytest's TracebackEntry, which pytest does not
 # export by name (its attributes path, lineno, name, frame and ishidden are documented).
 Entry: TypeAlias = Any
+Node: TypeAlias = "pytest.Item | pytest.Collector"
 
 
-def brief(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-    """The report of a failure the harness raised, or None: pytest's report stands.
+def brief(node: Node, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """The report of a failure the harness raised in ``node`` (a test, or a module being
+    collected), or None: pytest's report stands.
 
     None also under a ``--tb`` style that is not brief, and with ``--full-trace``.
     """
-    if not shows_briefly(item.config):
+    if not shows_briefly(node.config):
         return None
     found = harness_error(excinfo.value)
-    return None if found is None else render(item, excinfo, found)
+    return None if found is None else render(node, excinfo, found)
 
 
 def shows_briefly(config: pytest.Config) -> bool:
@@ -68,16 +70,14 @@ def harness_error(raised: BaseException) -> BaseException | None:
     return find_cause(raised, (HarnessError, HarnessStop))
 
 
-def render(
-    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], found: BaseException
-) -> str:
+def render(node: Node, excinfo: pytest.ExceptionInfo[BaseException], found: BaseException) -> str:
     """``found``'s message, the user's frames that led to it, and what was left out.
 
     When ``found`` is not what the test raised (an SDK or the application wrapped it, or
     ``found`` was made from it), a line says where the test failed (its own line, when
     the test's file holds one) and with what.
     """
-    config, raised = item.config, excinfo.value
+    config, raised = node.config, excinfo.value
     entries = list(excinfo.traceback)
     users = _users(entries, raised)
     if users:  # the frames before the test's are pytest's (and the harness's hooks)
@@ -87,7 +87,7 @@ def render(
     lines = [describe(found), ""]
     lines += [line for entry in shown for line in _frame(config, entry)]
     if found is not raised:
-        tests = [entry for entry in users if Path(entry.path) == item.path] or users
+        tests = [entry for entry in users if Path(entry.path) == node.path] or users
         at = f" at {_place(config, tests[-1])}" if tests else ""
         then = type(raised).__name__ if str(found) in str(raised) else describe(raised)
         lines.append(f"The test then failed{at} with {then}")

@@ -155,6 +155,19 @@ LEFT_OUT = re.compile(
 )
 
 
+COLLECTED = """
+from pytest_harness import Agent
+
+
+class Typo(Agent):
+    output = {"type": "objcet"}
+
+
+def test_never_collected():
+    pass
+"""
+
+
 def judge_or_echo(body: dict[str, Any]) -> Reply:
     said = json.dumps(body.get("messages"))
     if "garbage" in said:
@@ -193,7 +206,7 @@ def reports(lines: list[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in lines:
-        title = re.fullmatch(r"_+ (?:ERROR at setup of )?(test_\w+) _+", line)
+        title = re.fullmatch(r"_+ (?:ERROR at setup of |ERROR collecting )?(test_\w+)\S* _+", line)
         if title is not None:
             current = found[title.group(1)] = []
         elif line.startswith("=") and current is not None:
@@ -271,6 +284,28 @@ def test_the_users_own_assert_keeps_pytests_report(suite: pytest.Pytester) -> No
     assert '>       assert said == "something else"' in report
     assert "E       AssertionError: assert 'hello there' == 'something else'" in report
     assert not any("left out" in line for line in report)
+
+
+@pytest.mark.parametrize("style", ["auto", "long"])
+def test_a_harness_error_while_collecting_reads_as_a_tests_does(
+    pytester: pytest.Pytester, style: str
+) -> None:
+    pytester.makepyfile(test_collected=COLLECTED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", f"--tb={style}")
+    result.assert_outcomes(errors=1)
+
+    report = reports(result.outlines)["test_collected"]
+    if style == "long":  # pytest's report: every frame, the message last
+        assert "pytest_harness/_structured.py" in "\n".join(report)
+        assert re.fullmatch(r"\S+_structured.py:\d+: ConfigError", report[-1])
+        return
+    assert report[0].startswith("ConfigError: agent Typo: its output schema is not valid at type")
+    assert report[1:] == [
+        "",
+        "test_collected.py:4: in <module>",
+        "    class Typo(Agent):",
+        "(its traceback through pytest_harness is left out: run with --tb=long to see it)",
+    ]
 
 
 def line_of(suite: pytest.Pytester, text: str) -> int:

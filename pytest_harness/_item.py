@@ -374,9 +374,9 @@ class ItemRun:
             if self.reports.harness is not None:
                 self.reports.harness.sample = number
 
-        def explain(error: BaseException) -> str:
+        def explain(error: BaseException) -> str:  # the test's report of it, as makereport's
             info = pytest.ExceptionInfo.from_exception(error)
-            return str(self.item.repr_failure(info))
+            return failures.brief(self.item, info) or str(self.item.repr_failure(info))
 
         try:
             sampling.run(

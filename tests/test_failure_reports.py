@@ -121,6 +121,11 @@ def test_live_trajectory(harness):
     harness.trajectory.assert_called("lookup")
 
 
+@pytest.mark.harness(samples=2)
+def test_live_sampled(harness):
+    harness.assert_verdict(Panel, "a rude reply")
+
+
 @pytest.mark.harness
 def test_live_user_assert():
     said = chat("hello")
@@ -197,7 +202,7 @@ def run(suite: pytest.Pytester, *args: str) -> dict[str, list[str]]:
         "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "live", "--harness-live", *args
     )
     replayed.assert_outcomes(failed=3)
-    recorded.assert_outcomes(failed=8, errors=1)
+    recorded.assert_outcomes(failed=9, errors=1)
     return {**reports(replayed.outlines), **reports(recorded.outlines)}
 
 
@@ -276,6 +281,16 @@ def test_long_tracebacks_keep_every_frame(suite: pytest.Pytester) -> None:
     assert "site-packages/openai/" in miss
     assert "site-packages/vcr/" in miss
     assert "E           pytest_harness.errors.CassetteMiss: no recording in" in miss
+
+
+def test_a_sampled_tests_first_failure_is_shown_briefly(suite: pytest.Pytester) -> None:
+    report = run(suite)["test_live_sampled"]
+
+    first = report.index("sample 1 failed:")
+    assert report[first + 1].startswith("AssertionError: Panel verdict: FAIL")
+    line = line_of(suite, "def test_live_sampled") + 1
+    assert f"test_inner.py:{line}: in test_live_sampled" in report
+    assert not any("pytest_harness/" in line or "site-packages" in line for line in report)
 
 
 def test_the_users_own_assert_keeps_pytests_report(suite: pytest.Pytester) -> None:

@@ -91,7 +91,7 @@ def render(node: Node, excinfo: pytest.ExceptionInfo[BaseException], found: Base
         at = f" at {_place(config, tests[-1])}" if tests else ""
         then = type(raised).__name__ if str(found) in str(raised) else describe(raised)
         lines.append(f"The test then failed{at} with {then}")
-    left_out = _packages(entry for entry in [*entries, *own] if entry not in shown)
+    left_out = _packages(e for e in [*entries, *own] if e not in shown and not e.ishidden(excinfo))
     through = f" through {_names(left_out)}" if left_out else ""
     lines.append(f"(its traceback{through} is left out: run with --tb=long to see it)")
     return "\n".join(lines)
@@ -126,7 +126,9 @@ def _place(config: pytest.Config, entry: Entry) -> str:
 
 def _packages(entries: Iterable[Entry]) -> list[str]:
     """The installed packages (and pytest-harness) whose frames are among ``entries``, in
-    order of appearance; the standard library's and pytest's own are not named."""
+    order of appearance; the standard library's and pytest's own are not named. (Frames
+    that hide themselves with ``__tracebackhide__`` are not given: ``--tb=long`` does not
+    show them either.)"""
     names: list[str] = []
     for entry in entries:
         module = str(entry.frame.f_globals.get("__name__", "")).partition(".")[0]

@@ -20,11 +20,11 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_harness import _failures as failures
 from pytest_harness import _model as model
 from pytest_harness import _scope as scope
 from pytest_harness import _settings as settings_
@@ -110,7 +110,9 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
 
     A cassette miss an SDK wrapped, a bad model response the application received, a
     refused connection a library swallowed: each fails the phase (also one that passed), its
-    message ahead of whatever error the test then raised.
+    message ahead of whatever error the test then raised. A failure the harness raised is
+    shown briefly under ``--tb=auto`` and ``short``: its message, the test's lines, no
+    frames of the SDKs or the harness (``_failures``).
     """
     report = yield
     run = item.stash.get(_RUN, None)
@@ -118,19 +120,17 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
         from pytest_harness._cassettes import files
 
         files.note_used(run.slot.path)  # --harness-prune: a skipped test keeps its cassette
+    shown = None  # the harness's error the report now shows first, if any
+    if report.failed and call.excinfo is not None:
+        shown = _shorten(item, report, call.excinfo, run)
     if run is not None and not report.skipped:
         raised = call.excinfo.value if call.excinfo is not None else None
+        raised = shown or raised
         first = run.watch.unreported(raised, run.slot.misses if run.slot is not None else ())
         if call.when == "call" and first is None:
             first = run.blocked()
         if first is None:  # the application lost the embedded model's server
             first = route.death_news()
-        if first is None and raised is not None and run.slot is not None:
-            short = _unreachable(item, run.slot, call.excinfo)
-            if short is not None and item.config.option.tbstyle == "long":
-                report.longrepr = f"{short.splitlines()[0]}\n\n{report.longrepr}"
-            elif short is not None:
-                report.longrepr = short
         if first is not None and report.passed:
             report.outcome, report.longrepr = "failed", first
         elif first is not None:
@@ -144,27 +144,43 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
     return report
 
 
+def _shorten(
+    item: pytest.Item,
+    report: pytest.TestReport,
+    excinfo: pytest.ExceptionInfo[BaseException],
+    run: ItemRun | None,
+) -> BaseException | None:
+    """Report a failure the harness raised briefly (``_failures``); returns the harness's
+    error the report starts with, or None when pytest's report stands.
+
+    A recording request that found nothing at its address is the harness's failure too,
+    whatever the SDK made of it: under ``--tb=long`` its address heads pytest's report.
+    """
+    unreachable = None if run is None or run.slot is None else _unreachable(excinfo, run.slot)
+    if not failures.shows_briefly(item.config):
+        long = item.config.getoption("tbstyle") == "long" or item.config.getoption("fulltrace")
+        if unreachable is not None and long:
+            report.longrepr = f"{describe(unreachable)}\n\n{report.longrepr}"
+        return None
+    found = unreachable or failures.harness_error(excinfo.value)
+    if found is not None:
+        report.longrepr = failures.render(item, excinfo, found)
+    return found
+
+
 def _unreachable(
-    item: pytest.Item, slot: CassetteSlot, excinfo: pytest.ExceptionInfo[BaseException] | None
-) -> str | None:
-    """A short report for a test whose recording request found nothing at its address.
+    excinfo: pytest.ExceptionInfo[BaseException], slot: CassetteSlot
+) -> EndpointUnreachable | None:
+    """What a test whose recording request found nothing at its address ran into.
 
     The SDK's error names no address and its traceback runs through pages of the SDK's
-    retries; this names the address, the fix, and the test's line that made the request.
+    retries; the harness's error names the address and the fix.
     """
-    if excinfo is None or isinstance(excinfo.value, EndpointUnreachable):
-        return None  # a harness call raised it: its message is the report
+    if isinstance(excinfo.value, EndpointUnreachable):
+        return None  # a harness call raised it: an error of the harness like any other
     raised = excinfo.value
     found = find_cause(raised, (EndpointUnreachable,)) or slot.unreachable(raised)
-    if found is None:
-        return None
-    lines = [entry for entry in excinfo.traceback if Path(entry.path) == Path(item.path)]
-    at = f" at {item.path.name}:{lines[-1].lineno + 1}" if lines else ""
-    then = type(raised).__name__ if str(found) in str(raised) else describe(raised)
-    return (
-        f"{describe(found)}\n\nThe test then failed{at} with {then}\n"
-        "(its traceback, through the SDK, is left out: run with --tb=long to see it)"
-    )
+    return found if isinstance(found, EndpointUnreachable) else None
 
 
 def fixture(item: pytest.Item) -> Harness:
@@ -359,9 +375,9 @@ class ItemRun:
                 self.reports.harness.sample = number
             self._sample_local(number)
 
-        def explain(error: BaseException) -> str:
+        def explain(error: BaseException) -> str:  # the test's report of it, as makereport's
             info = pytest.ExceptionInfo.from_exception(error)
-            return str(self.item.repr_failure(info))
+            return failures.brief(self.item, info) or str(self.item.repr_failure(info))
 
         try:
             sampling.run(

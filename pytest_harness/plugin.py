@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -127,8 +128,6 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stop the embedded model's server and close the sync facade's loops (an agent called in
     a test without the fixture starts them too), then forget what the session started."""
-    import sys
-
     route = sys.modules.get("pytest_harness._local.route")
     if route is not None:
         route.stop_local_server()
@@ -223,6 +222,22 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_harness._item import teardown
 
     return (yield from teardown(item))
+
+
+@pytest.hookimpl(tryfirst=True)  # before --pdb's
+def pytest_exception_interact(
+    node: pytest.Item | pytest.Collector, call: pytest.CallInfo[Any], report: Any
+) -> None:
+    """An error of the harness raised while collecting (an agent's output schema checked as
+    its module is imported) reads as a test's does: message first (``_failures``). Called
+    for a collection error before it is reported; a test's is brief already (makereport)."""
+    if call.excinfo is None or not isinstance(report, pytest.CollectReport):
+        return
+    if "pytest_harness.errors" not in sys.modules:
+        return  # nothing imported the harness's errors: none was raised
+    from pytest_harness._failures import brief
+
+    report.longrepr = brief(node, call.excinfo) or report.longrepr
 
 
 @pytest.hookimpl(wrapper=True)

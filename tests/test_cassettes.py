@@ -304,7 +304,7 @@ def test_command_line_wins_over_marker_and_ini(
     )
     result = run(suite)
     result.assert_outcomes(passed=1, failed=1)  # ini records test_ini; the marker replays
-    result.stdout.fnmatch_lines(["FAILED test_m.py::test_marker - pytest_harness.errors.Cas*"])
+    result.stdout.fnmatch_lines(["FAILED test_m.py::test_marker - CassetteMiss: no recording in *"])
     assert len(server.requests) == 1
 
     run(suite, "--harness-record=none").assert_outcomes(passed=1, failed=1)

@@ -15,6 +15,7 @@ it imports it; this module has none, and it is loaded at every start-up.
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -78,9 +79,9 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
-        # A submodule not imported yet (``from pytest_harness import _scope``), a probe
+        # A submodule not imported yet (``from pytest_harness import hookspecs``), a probe
         # (``__wrapped__``): never an old name, and the table is left unloaded.
-        if name.startswith("_"):
+        if name.startswith("_") or _is_submodule(name):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
         from pytest_harness._migration import missing_attribute
 
@@ -88,6 +89,15 @@ def __getattr__(name: str) -> Any:
     # Not cached here: the module that defines it stays the one source, even when a test
     # tool (pytester) drops and re-imports the package's modules.
     return getattr(import_module(f"pytest_harness.{_HOME.get(name, 'errors')}"), name)
+
+
+def _is_submodule(name: str) -> bool:
+    """Whether ``name`` is one of the package's modules or packages (imported after this
+    lookup fails), found without importing anything."""
+    here = os.path.dirname(__file__)
+    return os.path.isfile(os.path.join(here, f"{name}.py")) or os.path.isdir(
+        os.path.join(here, name)
+    )
 
 
 def __dir__() -> list[str]:

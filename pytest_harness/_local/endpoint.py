@@ -26,7 +26,7 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
   Anthropic's ``/v1/messages`` are a 400 that says to use Chat Completions.
 
 Other paths (``GET /v1/models``, ``/v1/completions``) pass through, server refusals as 400s.
-Only the standard library and ``route`` (standard library too) are imported.
+Only the standard library, ``route`` and ``server`` (standard library too) are imported.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_harness._local import route
+from pytest_harness._local.server import SAMPLE_PATH
 from pytest_harness.errors import ConfigError, UnsupportedRequest
 
 _UPSTREAM_TIMEOUT = 600.0  # one request at a time upstream: a call may wait for others
@@ -50,7 +51,6 @@ _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "functio
 _FORMATS = frozenset({"text", "json_object", "json_schema"})
 # Asked of OpenAI, meaningless here: not sent on to a server that might refuse them.
 _DROPPED = ("parallel_tool_calls", "store", "metadata", "service_tier", "reasoning_effort")
-SAMPLE_PATH = "/harness/sample"  # the test process's word of the running sample
 _ELSEWHERE = {
     "/v1/responses": "the OpenAI Responses API",
     "/v1/messages": "Anthropic's Messages API",

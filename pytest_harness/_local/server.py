@@ -34,7 +34,6 @@ import urllib.parse
 from pathlib import Path
 from types import TracebackType
 
-from pytest_harness._local.endpoint import SAMPLE_PATH
 from pytest_harness._local.install import (
     BUILD_TIME,
     MODEL_NAME,
@@ -45,6 +44,7 @@ from pytest_harness._local.install import (
 from pytest_harness.errors import LocalModelError
 
 _HOST = "127.0.0.1"
+SAMPLE_PATH = "/harness/sample"  # where the test process tells its endpoint the running sample
 _LOG_TAIL = 30
 _ENDPOINT = (sys.executable, "-m", "pytest_harness._local.endpoint")
 # Signals of a build whose instructions this CPU does not run (or runs wrongly).

@@ -205,7 +205,7 @@ def test_marker_overrides_ini(suite: pytest.Pytester, server: LoopbackServer) ->
     )
     result = suite.runpytest_subprocess("-W", "default")
     result.assert_outcomes(passed=1, failed=1, warnings=1)
-    result.stdout.fnmatch_lines(["FAILED *::test_closest_marker_wins - pytest_harnes*"])
+    result.stdout.fnmatch_lines(["FAILED *::test_closest_marker_wins - InvalidRespon*"])
 
 
 def test_model_precedence_cli_then_marker_then_ini(

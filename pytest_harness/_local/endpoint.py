@@ -40,6 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_harness._local import route
+from pytest_harness._local.install import MODEL_NAME
 from pytest_harness.errors import ConfigError, UnsupportedRequest
 
 _UPSTREAM_TIMEOUT = 600.0  # one request at a time upstream: a call may wait for others
@@ -78,7 +79,8 @@ def adapt(body: Any) -> tuple[dict[str, Any], bool]:
     if "response_format" in request:
         request["response_format"] = _response_format(request["response_format"])
     request["messages"] = route.fold_system(request["messages"])
-    return request, offered
+    request["model"] = MODEL_NAME  # what the server answers with: the reply names its model
+    return route.limited(request), offered
 
 
 def _check_messages(messages: Any) -> None:
@@ -106,12 +108,9 @@ def _check_messages(messages: Any) -> None:
 
 
 def _offer(request: dict[str, Any]) -> bool:
-    """Tools as a prompt and a grammar (``route.offer``); whether any were offered."""
-    tools = request.get("tools")
-    if not tools:
-        request.pop("tools", None)
-        request.pop("tool_choice", None)
-        return False
+    """Tools as a prompt and a grammar, tool turns as plain ones (``route.offer``);
+    whether any tools were offered."""
+    tools = request.get("tools") or []
     if not isinstance(tools, list):
         raise UnsupportedRequest("'tools' must be a list of tools", "tools")
     for index, tool in enumerate(tools):
@@ -303,10 +302,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
+        except TimeoutError:
+            message = (
+                f"the embedded model's server (llama.cpp at {upstream.netloc}) is alive but "
+                f"gave no answer within {_UPSTREAM_TIMEOUT:g} s: it serves one request at a "
+                "time, and this one waited behind others or asked for a long reply. Ask for "
+                "fewer tokens (max_tokens), or fewer requests at once"
+            )
+            self._send(504, refusal(message), "application/json")
+            response = None
         except OSError as error:
             message = (
                 f"the embedded model's server (llama.cpp at {upstream.netloc}) did not answer "
-                f"({error}): it may have died; the test's report says how"
+                f"({error}): it is not running; the test's report says how it died"
             )
             self._send(502, refusal(message), "application/json")
             response = None

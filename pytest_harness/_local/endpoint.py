@@ -15,7 +15,11 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
 * ``response_format`` ``json_schema`` becomes the server's ``json_object`` with the schema,
   which it enforces by grammar; ``json_object`` and ``text`` pass;
 * tools become a prompt and a JSON grammar (as for the harness's agents), and the reply is
-  sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams);
+  sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams); tool
+  turns become plain ones, also in a request that offers no tools (``route.offer``);
+* a schema is bounded before it becomes a grammar, and a request without ``max_tokens``
+  gets what the schema's longest reply takes, else ``route.DEFAULT_MAX_TOKENS``
+  (``route.limited``); the reply names the embedded model (``MODEL_NAME``);
 * ``max_completion_tokens`` is sent as ``max_tokens``; ``temperature`` 0 and ``seed`` 42
   are the defaults, so a recording can be made again with the same answers;
 * what the model cannot do (images or audio, ``n`` above 1, a tool that is not a function,
@@ -24,6 +28,8 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
   Anthropic's ``/v1/messages`` are a 400 that says to use Chat Completions.
 
 Other paths (``GET /v1/models``, ``/v1/completions``) pass through, server refusals as 400s.
+A server that does not answer is a 502 when it is gone, a 504 when it is alive but busy
+past ``_UPSTREAM_TIMEOUT``.
 Only the standard library and ``route`` (standard library too) are imported.
 """
 

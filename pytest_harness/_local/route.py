@@ -13,7 +13,12 @@ server and works around what this server and model do differently from OpenAI:
   string), so system text is folded into the first user turn.
 * a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
 * the model makes no tool calls of its own: offered tools become a prompt and a grammar
-  (below), and the seam reads the JSON reply back into ``tool_calls``.
+  (below), and the seam reads the JSON reply back into ``tool_calls``; each tool is offered
+  until the conversation has called it since the user last spoke, so an agent ends.
+* a reply is bounded: a schema is bounded before it becomes a grammar (``grammar.bound``),
+  and a request without ``max_tokens`` gets what the schema's longest reply takes, else
+  ``DEFAULT_MAX_TOKENS`` (``limited``); a judge may note a narrower form for its reply
+  (``SCHEMA_NOTE``, ``GRAMMAR_NOTE``).
 * ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
   server honours a request's seed, but a sampled answer (temperature above 0) repeats only
   from the same server state: llama.cpp reuses the cached prefix of the previous prompt,

@@ -219,9 +219,9 @@ class Agent:
         except JudgeOutputError as error:
             if response.finish_reason != "length":
                 raise
-            raise cut_off(error, self.name, self.params, self.needed_tokens()) from error
+            raise cut_off(error, self.name, self.params, self._needed_tokens()) from error
 
-    def needed_tokens(self) -> int | None:
+    def _needed_tokens(self) -> int | None:
         """On the embedded model, the tokens the longest reply its output schema allows
         takes (the grammar bounds it); None elsewhere, or for a reply no schema bounds."""
         if self.resolved_model() != route.LOCAL_MODEL:

@@ -48,7 +48,7 @@ def test_a_cut_off_reply_says_how_many_tokens_the_schema_needs() -> None:
     with pytest.raises(JudgeOutputError) as caught:
         elsewhere.parse(cut)
     assert "takes" not in str(caught.value)
-    assert elsewhere.needed_tokens() is None
+    assert elsewhere._needed_tokens() is None
 
 
 def _grammar_rules(judge: Agent) -> str:

@@ -27,7 +27,7 @@ CHOICES = ("A", "B", "C", "D", "E")
 # The reply's form on the embedded model, whose grammar holds it to it: a line of
 # reasoning, then the letter on a line of its own, twice (as the prompt asks).
 _REASONING = 160
-FORM = FreeText(
+_FORM = FreeText(
     grammar=f"root ::= [^\\n]{{1,{_REASONING}}} "
     + '"\\n" ('
     + " | ".join(f'"{c}\\n{c}"' for c in CHOICES)
@@ -93,7 +93,7 @@ class FactualAgreement(Judge):
         )
 
     def _grammar_notes(self) -> dict[str, Any]:
-        return {GRAMMAR_NOTE: FORM}
+        return {GRAMMAR_NOTE: _FORM}
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:
         """The last line that is a letter A-E (evals' ``get_choice``), and its score."""

@@ -51,7 +51,7 @@ _VERDICT = re.compile(r"\[\[([ABC])\]\]")
 # The reply's form on the embedded model, whose grammar holds it to it: a line of
 # explanation (no bracket, which would start a second verdict), then the verdict.
 _EXPLANATION = 160
-FORM = FreeText(
+_FORM = FreeText(
     grammar=f'root ::= [^\\n\\x5b\\x5d]{{0,{_EXPLANATION}}} " [[" [ABC] "]]"',
     tokens=4 * _EXPLANATION + 7,
 )
@@ -112,7 +112,7 @@ class Pairwise(Judge):
         return "\n\n".join(parts)
 
     def _grammar_notes(self) -> dict[str, Any]:
-        return {GRAMMAR_NOTE: FORM}
+        return {GRAMMAR_NOTE: _FORM}
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:
         """The verdict ``[[A]]``, ``[[B]]`` or ``[[C]]``; the explanation before it."""

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from pytest_harness import _aio
 from pytest_harness import _model as model
+from pytest_harness._local import route
 from pytest_harness._response import ModelResponse, TokenCallback, Usage
 from pytest_harness._structured import Output, check_output, cut_off
 from pytest_harness.errors import ConfigError, JudgeOutputError
@@ -195,6 +196,7 @@ class Agent:
         params: dict[str, Any] = dict(self.params)
         if self.temperature is not None:
             params.setdefault("temperature", self.temperature)
+        params.update(self._grammar_notes())  # read by the embedded model's route only
         call = model.request(
             self._messages(None if native else output.instructions),
             model=model_name,
@@ -217,7 +219,21 @@ class Agent:
         except JudgeOutputError as error:
             if response.finish_reason != "length":
                 raise
-            raise cut_off(error, self.name, self.params) from error
+            raise cut_off(error, self.name, self.params, self._needed_tokens()) from error
+
+    def _needed_tokens(self) -> int | None:
+        """On the embedded model, the tokens the longest reply its output schema allows
+        takes (the grammar bounds it); None elsewhere, or for a reply no schema bounds."""
+        if self.resolved_model() != route.LOCAL_MODEL:
+            return None
+        schema = self._grammar_notes().get(route.SCHEMA_NOTE) or self._output().schema
+        return None if schema is None else route.needed_tokens(schema)
+
+    def _grammar_notes(self) -> dict[str, Any]:
+        """What the embedded model's grammar should hold this reply to, beyond its output
+        schema (``route.SCHEMA_NOTE``, ``route.GRAMMAR_NOTE``): a judge that knows its
+        reply's shape says so here. No other model sees them."""
+        return {}
 
     def _output(self) -> Output:
         """The output declaration, read once (again only if ``output`` is replaced)."""

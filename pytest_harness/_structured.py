@@ -132,16 +132,29 @@ def find_json(text: str, raw: str | None = None) -> Any:
     )
 
 
-def cut_off(error: JudgeOutputError, agent: str, params: Mapping[str, Any]) -> JudgeOutputError:
+def cut_off(
+    error: JudgeOutputError,
+    agent: str,
+    params: Mapping[str, Any],
+    needed: int | None = None,
+) -> JudgeOutputError:
     """``error`` told as what it is: the provider stopped the reply at its token limit.
 
     Args:
         error: why the reply could not be read.
         agent: the agent's name.
         params: the litellm parameters of the call, where the limit is set.
+        needed: the tokens the longest reply the output schema allows takes, where that
+            is known (the embedded model's grammar bounds it).
     """
     setting = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
-    if setting in params:
+    if setting in params and needed is not None:
+        fix = (
+            f'raise "{setting}" in the agent\'s params (it is {params[setting]!r} now; the '
+            f"longest reply its output schema allows takes {needed} tokens on the embedded "
+            "model)"
+        )
+    elif setting in params:
         fix = f'raise "{setting}" in the agent\'s params (it is {params[setting]!r} now)'
     else:
         fix = (

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness._local import endpoint
+from pytest_harness._local import endpoint, grammar, route
+from pytest_harness._local.install import MODEL_NAME
 from pytest_harness.errors import UnsupportedRequest
 from pytest_harness.testing import LoopbackServer, Reply
 
@@ -100,7 +101,12 @@ def test_json_schema_is_sent_in_the_form_the_server_enforces_by_grammar(
     form = {"type": "json_schema", "json_schema": {"name": "label", "schema": SCHEMA}}
     reply = ask(client, response_format=form)
     assert json.loads(reply.choices[0].message.content or "") == {"label": "positive"}
-    assert upstream.requests[0]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    bounded = grammar.bound(SCHEMA)  # the schema as the grammar needs it: bounded
+    assert upstream.requests[0]["response_format"] == {
+        "type": "json_object",
+        "schema": bounded.schema,
+    }
+    assert upstream.requests[0]["max_tokens"] == bounded.tokens
 
 
 def test_the_defaults_repeat_a_recording_and_the_applications_settings_win(
@@ -249,7 +255,81 @@ def test_a_server_that_is_gone_is_a_502_saying_so() -> None:
         server.shutdown()
         server.server_close()
     assert caught.value.status_code == 502
-    assert f"llama.cpp at 127.0.0.1:{dead}" in str(caught.value)
+    assert f"llama.cpp at 127.0.0.1:{dead}) did not answer" in str(caught.value)
+    assert "it is not running" in str(caught.value)
+
+
+def test_a_server_that_is_busy_past_the_timeout_is_a_504_saying_so(
+    client: openai.OpenAI, upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(endpoint, "_UPSTREAM_TIMEOUT", 0.2)
+    upstream.queue(Reply(content="late", delay=1.0))
+    with pytest.raises(openai.APIStatusError) as caught:
+        ask(client)
+    assert caught.value.status_code == 504
+    assert "is alive but gave no answer within 0.2 s" in str(caught.value)
+    assert "died" not in str(caught.value)
+
+
+def test_a_tool_conversation_goes_on_without_tools_and_with_null_content(
+    client: openai.OpenAI, upstream: LoopbackServer
+) -> None:
+    """What agents send: calls with null (or no) content, results, and no tools offered."""
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    messages: list[Any] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "How is it in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "tool_calls": [{**call, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "21 C"}]},
+    ]
+    upstream.queue(Reply(content="Sunny, 21 C."))
+    reply = ask(client, messages=messages)
+    assert reply.choices[0].message.content == "Sunny, 21 C."
+    (sent,) = upstream.requests
+    assert "tools" not in sent
+    assert all(isinstance(m["content"], str) for m in sent["messages"])
+    assert {m["role"] for m in sent["messages"]} == {"user", "assistant"}
+    assert [m["role"] for m in sent["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert sent["messages"][0]["content"] == "Be brief.\n\nHow is it in Paris?"
+    assert sent["messages"][-1]["content"] == (
+        "The user asked: How is it in Paris?\n"
+        "The tool weather returned: 21 C\n"
+        "Write the reply to the user."
+    )
+
+
+def test_after_every_tool_is_called_only_the_answer_is_offered(
+    client: openai.OpenAI, upstream: LoopbackServer
+) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    messages: list[Any] = [
+        {"role": "user", "content": "How is it in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    upstream.queue(Reply(content='{"answer": "Sunny."}'))
+    reply = ask(client, messages=messages, tools=[WEATHER])
+    assert (reply.choices[0].message.content, reply.choices[0].finish_reason) == ("Sunny.", "stop")
+    assert upstream.requests[0]["response_format"]["schema"]["required"] == ["answer"]
+
+
+def test_a_reply_names_the_embedded_model_and_has_a_token_limit(
+    client: openai.OpenAI, upstream: LoopbackServer
+) -> None:
+    upstream.queue(Reply(content="hi"), Reply(content="hi"))
+    assert ask(client).model == MODEL_NAME  # not the gpt-4o-mini the application asked for
+    chunks = list(ask(client, stream=True))
+    assert {chunk.model for chunk in chunks} == {MODEL_NAME}
+    first, _ = upstream.requests
+    assert (first["model"], first["max_tokens"]) == (MODEL_NAME, route.DEFAULT_MAX_TOKENS)
 
 
 def test_the_endpoint_runs_as_its_own_process(upstream: LoopbackServer) -> None:

@@ -741,8 +741,21 @@ def test_setup_errors_fail_the_panel_unchanged(server: LoopbackServer) -> None:
     assert type(events[1].error) is ConfigError
 
 
-def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
-    """A judge still running at the deadline is an AgentTimeout; the others count."""
+NO_LIMIT = (
+    "The reply had no token limit (its params set no max_tokens), so the model could write on "
+    'past the deadline: set params = {"max_tokens": ...} on Slow, or raise the timeout '
+    "(timeout = ... on the Tribunal class, or Tribunal(..., timeout=...))"
+)
+RAISE_IT = (
+    "Raise it: timeout = ... on the Tribunal class, or Tribunal(..., timeout=...); None for no "
+    "limit"
+)
+
+
+@pytest.mark.parametrize(("limit", "fix"), [(50, RAISE_IT), (None, NO_LIMIT)])
+def test_timeout_with_a_slow_judge(server: LoopbackServer, limit: int | None, fix: str) -> None:
+    """A judge still running at the deadline is an AgentTimeout; the others count. Its
+    message says when its reply had no token limit."""
     warm_up(server)
     release = threading.Event()
     replied: list[str] = []
@@ -758,7 +771,11 @@ def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
     events: list[TribunalEvent] = []
     tribunal = Tribunal(
         input="x",
-        agents=[judge(server, "Slow"), judge(server, "Quick"), judge(server, "Quicker")],
+        agents=[
+            judge(server, "Slow", params={**server.params, "max_tokens": limit}),
+            judge(server, "Quick"),
+            judge(server, "Quicker"),
+        ],
         timeout=1.0,
         streams={"agent": events.append},
     )
@@ -773,8 +790,7 @@ def test_timeout_with_a_slow_judge(server: LoopbackServer) -> None:
     assert isinstance(timed_out["error"], TimeoutError)
     assert str(timed_out["error"]) == (
         "Agent Slow timed out after 1s, the timeout of panel Tribunal (7 s unless the tribunal "
-        "sets one; 180 s for the embedded model). Raise it: timeout = ... on the Tribunal "
-        "class, or Tribunal(..., timeout=...); None for no limit"
+        f"sets one; 180 s for the embedded model). {fix}"
     )
     assert [result.agent for result in tribunal.results] == ["Quick", "Quicker"]
     assert tribunal.verdict.value is True

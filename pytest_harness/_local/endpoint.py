@@ -15,7 +15,11 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
 * ``response_format`` ``json_schema`` becomes the server's ``json_object`` with the schema,
   which it enforces by grammar; ``json_object`` and ``text`` pass;
 * tools become a prompt and a JSON grammar (as for the harness's agents), and the reply is
-  sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams);
+  sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams); tool
+  turns become plain ones, also in a request that offers no tools (``route.offer``);
+* a schema is bounded before it becomes a grammar, and a request without ``max_tokens``
+  gets what the schema's longest reply takes, else ``route.DEFAULT_MAX_TOKENS``
+  (``route.limited``); the reply names the embedded model (``MODEL_NAME``);
 * ``max_completion_tokens`` is sent as ``max_tokens``; ``temperature`` 0 and ``seed`` 42
   are the defaults, so a recording can be made again with the same answers; while a
   sampled test runs, its sample's (``route.defaults``), which the test process tells the
@@ -26,7 +30,10 @@ patches of the test process never see its requests upstream. ``POST /v1/chat/com
   Anthropic's ``/v1/messages`` are a 400 that says to use Chat Completions.
 
 Other paths (``GET /v1/models``, ``/v1/completions``) pass through, server refusals as 400s.
-Only the standard library, ``route`` and ``server`` (standard library too) are imported.
+A server that does not answer is a 502 when it is gone, a 504 when it is alive but busy
+past ``_UPSTREAM_TIMEOUT``.
+Only the standard library, ``route``, ``server`` and ``install`` (standard library too) are
+imported.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_harness._local import route
+from pytest_harness._local.install import MODEL_NAME
 from pytest_harness._local.server import SAMPLE_PATH
 from pytest_harness.errors import ConfigError, UnsupportedRequest
 
@@ -83,7 +91,8 @@ def adapt(body: Any, sample: int | None = None) -> tuple[dict[str, Any], bool]:
     if "response_format" in request:
         request["response_format"] = _response_format(request["response_format"])
     request["messages"] = route.fold_system(request["messages"])
-    return request, offered
+    request["model"] = MODEL_NAME  # what the server answers with: the reply names its model
+    return route.limited(request), offered
 
 
 def _check_messages(messages: Any) -> None:
@@ -111,12 +120,9 @@ def _check_messages(messages: Any) -> None:
 
 
 def _offer(request: dict[str, Any]) -> bool:
-    """Tools as a prompt and a grammar (``route.offer``); whether any were offered."""
-    tools = request.get("tools")
-    if not tools:
-        request.pop("tools", None)
-        request.pop("tool_choice", None)
-        return False
+    """Tools as a prompt and a grammar, tool turns as plain ones (``route.offer``);
+    whether any tools were offered."""
+    tools = request.get("tools") or []
     if not isinstance(tools, list):
         raise UnsupportedRequest("'tools' must be a list of tools", "tools")
     for index, tool in enumerate(tools):
@@ -324,10 +330,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
+        except TimeoutError:
+            message = (
+                f"the embedded model's server (llama.cpp at {upstream.netloc}) is alive but "
+                f"gave no answer within {_UPSTREAM_TIMEOUT:g} s: it serves one request at a "
+                "time, and this one waited behind others or asked for a long reply. Ask for "
+                "fewer tokens (max_tokens), or fewer requests at once"
+            )
+            self._send(504, refusal(message), "application/json")
+            response = None
         except OSError as error:
             message = (
                 f"the embedded model's server (llama.cpp at {upstream.netloc}) did not answer "
-                f"({error}): it may have died; the test's report says how"
+                f"({error}): it is not running; the test's report says how it died"
             )
             self._send(502, refusal(message), "application/json")
             response = None

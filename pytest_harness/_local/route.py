@@ -13,7 +13,12 @@ server and works around what this server and model do differently from OpenAI:
   string), so system text is folded into the first user turn.
 * a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
 * the model makes no tool calls of its own: offered tools become a prompt and a grammar
-  (below), and the seam reads the JSON reply back into ``tool_calls``.
+  (below), and the seam reads the JSON reply back into ``tool_calls``; each tool is offered
+  until the conversation has called it since the user last spoke, so an agent ends.
+* a reply is bounded: a schema is bounded before it becomes a grammar (``grammar.bound``),
+  and a request without ``max_tokens`` gets what the schema's longest reply takes, else
+  ``DEFAULT_MAX_TOKENS`` (``limited``); a judge may note a narrower form for its reply
+  (``SCHEMA_NOTE``, ``GRAMMAR_NOTE``).
 * ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
   server honours a request's seed, but a sampled answer (temperature above 0) repeats only
   from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
@@ -48,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from pytest_harness._local import grammar
 from pytest_harness._local.install import MODEL_NAME
 from pytest_harness._response import ModelResponse, ToolCall
 from pytest_harness.errors import ConfigError, causes, describe
@@ -57,6 +63,13 @@ if TYPE_CHECKING:
     from pytest_harness._scope import Judged
 
 LOCAL_MODEL = "local"
+# The reply's limit when the request sets none and no schema bounds it: a few sentences
+# (about 90 words), past which a 270M base model mostly repeats itself; 5 to 15 seconds on
+# 2 CPU cores. See docs/guides/embedded-model.md.
+DEFAULT_MAX_TOKENS = 128
+# An agent's notes for the embedded model's grammar (``_noted``), never sent elsewhere.
+SCHEMA_NOTE = "_harness_local_schema"
+GRAMMAR_NOTE = "_harness_local_grammar"
 LITELLM_NAME = f"openai/{MODEL_NAME}"  # litellm's OpenAI route, to the server's one model
 REPLAY_BASE = "http://127.0.0.1:9/v1"
 
@@ -90,10 +103,11 @@ def make_route(base_url: str, sample: int | None = None) -> Route:
             routed.setdefault(name, value)
         routed["max_retries"] = routed["num_retries"] = 0
         routed = offer(routed)  # tools as a prompt and a grammar: no native calls
+        routed = _noted(routed)  # what a judge told the embedded model's grammar
         if "response_format" in routed:
             routed["response_format"] = json_object_format(routed["response_format"])
         routed["messages"] = fold_system(routed.get("messages") or [])
-        return routed
+        return limited(routed)
 
     return route
 
@@ -117,6 +131,66 @@ def json_object_format(value: Any) -> Any:
         return value
     schema = (value.get("json_schema") or {}).get("schema")
     return {"type": "json_object"} if schema is None else {"type": "json_object", "schema": schema}
+
+
+def limited(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` (llama.cpp's form) with its schema bounded and a limit on its reply.
+
+    The schema of a ``json_object`` response format is bounded (``grammar.bound``), and a
+    request that sets no ``max_tokens`` (nor ``max_completion_tokens``) gets the tokens
+    the longest reply of that schema takes, else ``DEFAULT_MAX_TOKENS``. A limit the
+    caller set is kept, even one too small for the schema: the judge's error then says
+    how many tokens the schema needs (``needed_tokens``).
+    """
+    form = request.get("response_format")
+    needed = None
+    if isinstance(form, Mapping) and form.get("type") == "json_object" and "schema" in form:
+        made = grammar.bound(form["schema"])
+        request["response_format"] = {**form, "schema": made.schema}
+        needed = made.tokens
+    if request.get("max_tokens") is None and request.get("max_completion_tokens") is None:
+        request["max_tokens"] = needed or DEFAULT_MAX_TOKENS
+    return request
+
+
+def needed_tokens(schema: Any) -> int | None:
+    """The tokens the longest reply ``schema`` allows takes on the embedded model, or
+    None when its grammar does not bound it (``grammar.bound``)."""
+    return grammar.bound(schema).tokens
+
+
+def _noted(routed: dict[str, Any]) -> dict[str, Any]:
+    """The call with what its agent noted for the embedded model's grammar (a judge that
+    knows its reply's shape better than its output schema says): ``SCHEMA_NOTE``, a
+    narrower schema for the grammar (the reply is still checked against the agent's own);
+    ``GRAMMAR_NOTE``, a GBNF grammar for a free-text reply (sent in the body, as
+    llama-cpp-python's server reads it)."""
+    schema = routed.pop(SCHEMA_NOTE, None)
+    free = routed.pop(GRAMMAR_NOTE, None)
+    form = routed.get("response_format")
+    if schema is not None and isinstance(form, Mapping) and form.get("type") == "json_schema":
+        routed["response_format"] = {
+            **form,
+            "json_schema": {**(form.get("json_schema") or {}), "schema": schema},
+        }
+    if isinstance(free, FreeText) and "response_format" not in routed:
+        routed["extra_body"] = {**(routed.get("extra_body") or {}), "grammar": free.grammar}
+        if routed.get("max_tokens") is None and routed.get("max_completion_tokens") is None:
+            routed["max_tokens"] = free.tokens
+    return routed
+
+
+@dataclass(frozen=True, slots=True)
+class FreeText:
+    """A free-text reply's form, for the embedded model's grammar (``GRAMMAR_NOTE``).
+
+    Attributes:
+        grammar: the GBNF grammar of the reply (llama.cpp's grammar language).
+        tokens: the tokens its longest reply takes (its UTF-8 bytes, and one for the end).
+    """
+
+    grammar: str
+    tokens: int
 
 
 def fold_system(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -280,17 +354,27 @@ def stop_local_server() -> None:
 
 
 MARK = "_harness_local_tools"  # the route's note that it offered tools (never sent)
+ANSWER_LENGTH = 160  # characters of an answer given where tools were offered: two sentences
 
 
 def offer(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's kwargs with its tools turned into a prompt and a grammar."""
+    """The call's kwargs with its tools turned into a prompt and a grammar, and its tool
+    turns into plain ones (also when it offers no tools: the gemma format has none).
+
+    Under ``tool_choice`` ``"auto"`` (or none), a tool is offered until the conversation
+    has called it since the user last spoke; then only the answer is: a 270M model asked
+    again with the same tools calls them again, and an agent would never end. An agent
+    offered N tools so ends within N + 1 requests.
+    """
     tools = [t["function"] for t in kwargs.pop("tools", None) or [] if "function" in t]
     choice = kwargs.pop("tool_choice", None)
+    messages = kwargs.get("messages") or []
     if not tools:
+        kwargs["messages"] = _plain(messages, None)
         return kwargs
-    callable_, answer = _choice(tools, choice)
+    callable_, answer = _choice(tools, choice, _called(messages))
     kwargs["response_format"] = {"type": "json_object", "schema": _schema(callable_, answer)}
-    kwargs["messages"] = _plain(kwargs.get("messages") or [], _guide(callable_, answer))
+    kwargs["messages"] = _plain(messages, _guide(callable_, answer))
     kwargs[MARK] = True
     return kwargs
 
@@ -370,8 +454,11 @@ def _cut_off(text: str) -> ReadBack | None:
     return None
 
 
-def _choice(tools: list[Mapping[str, Any]], choice: Any) -> tuple[list[Mapping[str, Any]], bool]:
-    """The tools the reply may call, and whether it may answer, under ``tool_choice``."""
+def _choice(
+    tools: list[Mapping[str, Any]], choice: Any, called: frozenset[str] = frozenset()
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """The tools the reply may call, and whether it may answer, under ``tool_choice``
+    (``auto``: the tools not ``called`` yet, see ``offer``)."""
     if choice == "none":
         return [], True
     if choice == "required":
@@ -385,7 +472,20 @@ def _choice(tools: list[Mapping[str, Any]], choice: Any) -> tuple[list[Mapping[s
                 f"({', '.join(tool['name'] for tool in tools)}): name one of them"
             )
         return named, False
-    return tools, True
+    return [tool for tool in tools if tool["name"] not in called], True
+
+
+def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The tools the conversation called since the user last spoke."""
+    called: set[str] = set()
+    for message in messages:
+        if message.get("role") == "user":
+            called.clear()
+        for call in message.get("tool_calls") or () if message.get("role") == "assistant" else ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                called.add(str(function.get("name")))
+    return frozenset(called)
 
 
 def _schema(tools: Sequence[Mapping[str, Any]], answer: bool) -> dict[str, Any]:
@@ -394,15 +494,17 @@ def _schema(tools: Sequence[Mapping[str, Any]], answer: bool) -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "tool": {"type": "string", "enum": [tool["name"]]},
-                "arguments": tool.get("parameters") or {"type": "object"},
+                # no parameters: no arguments (OpenAI's reading), not any object at all
+                "arguments": tool.get("parameters") or {"type": "object", "properties": {}},
             },
             "required": ["tool", "arguments"],
         }
         for tool in tools
     ]
     if answer:
+        answer_text = {"type": "string", "maxLength": ANSWER_LENGTH}
         choices.append(
-            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+            {"type": "object", "properties": {"answer": answer_text}, "required": ["answer"]}
         )
     return choices[0] if len(choices) == 1 else {"anyOf": choices}
 
@@ -418,37 +520,56 @@ def _guide(tools: Sequence[Mapping[str, Any]], answer: bool) -> str:
     return "\n".join(lines)
 
 
-def _plain(messages: Sequence[Mapping[str, Any]], guide: str) -> list[dict[str, Any]]:
-    """Tool turns as plain turns (the gemma format keeps user and assistant text only).
+def _plain(messages: Sequence[Mapping[str, Any]], guide: str | None) -> list[dict[str, Any]]:
+    """Tool turns as plain turns, every content as text (the gemma format keeps user and
+    assistant text only; an assistant turn that only called tools has null content).
 
     The results of one batch become one user turn that restates the user's last question
     beside what each tool returned: a 270M model answers from its results far more often
-    when the question sits next to them.
+    when the question sits next to them. ``guide`` (the tools offered), when given, comes
+    first as a system turn.
     """
-    plain: list[dict[str, Any]] = [{"role": "system", "content": guide}]
+    plain: list[dict[str, Any]] = [{"role": "system", "content": guide}] if guide else []
     names: dict[str, str] = {}  # tool call id -> tool name
     question = ""
     for message in messages:
         role = message.get("role")
-        if role == "tool":
-            name = names.get(str(message.get("tool_call_id")), "the tool")
-            line = f"The tool {name} returned: {message.get('content') or ''}"
-            if plain[-1].get("tool_results"):
+        if role in ("tool", "function"):
+            default = str(message.get("name") or "the tool")
+            name = names.get(str(message.get("tool_call_id")), default)
+            line = f"The tool {name} returned: {_text(message.get('content'))}"
+            if plain and plain[-1].get("tool_results"):
                 plain[-1]["content"] += "\n" + line
             else:
                 plain.append({"role": "user", "content": f"{question}{line}", "tool_results": 1})
-        elif role == "assistant" and message.get("tool_calls"):
-            for call in message["tool_calls"]:
-                function = call.get("function") or {}
-                names[str(call.get("id"))] = str(function.get("name"))
-                arguments = function.get("arguments") or "{}"
-                text = f'{{"tool": {json.dumps(function.get("name"))}, "arguments": {arguments}}}'
-                plain.append({"role": "assistant", "content": text})
-        else:
-            if role == "user":
-                question = f"The user asked: {message.get('content') or ''}\n"
-            plain.append(dict(message))
+            continue
+        calls = _calls(message) if role == "assistant" else []
+        text = _text(message.get("content"))
+        if text or not calls:
+            plain.append({**message, "content": text})
+            plain[-1].pop("tool_calls", None)
+            plain[-1].pop("function_call", None)
+        for call_id, function in calls:
+            names[call_id] = str(function.get("name"))
+            arguments = function.get("arguments") or "{}"
+            text = f'{{"tool": {json.dumps(function.get("name"))}, "arguments": {arguments}}}'
+            plain.append({"role": "assistant", "content": text})
+        if role == "user":
+            question = f"The user asked: {_text(message.get('content'))}\n"
     for message in plain:
         if message.pop("tool_results", None):
             message["content"] += "\nWrite the reply to the user."
     return plain
+
+
+def _calls(message: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """An assistant turn's tool calls (and a legacy ``function_call``): id and function."""
+    found = [
+        (str(call.get("id")), call["function"])
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping)
+    ]
+    legacy = message.get("function_call")
+    if isinstance(legacy, Mapping):
+        found.append((str(legacy.get("name")), legacy))
+    return found

@@ -20,9 +20,20 @@ import string
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from pytest_harness._local.route import GRAMMAR_NOTE, FreeText
 from pytest_harness.judges._judge import Judge, bad_reply
 
 CHOICES = ("A", "B", "C", "D", "E")
+# The reply's form on the embedded model, whose grammar holds it to it: a line of
+# reasoning, then the letter on a line of its own, twice (as the prompt asks).
+_REASONING = 160
+_FORM = FreeText(
+    grammar=f"root ::= [^\\n]{{1,{_REASONING}}} "
+    + '"\\n" ('
+    + " | ".join(f'"{c}\\n{c}"' for c in CHOICES)
+    + ")",
+    tokens=4 * _REASONING + 5,
+)
 CASES = {
     "A": "the answer is a subset of the reference and fully consistent with it",
     "B": "the answer is a superset of the reference and fully consistent with it",
@@ -80,6 +91,9 @@ class FactualAgreement(Judge):
             "on its own line corresponding to the correct answer. At the end, repeat just "
             "the answer by itself on a new line.\n\nReasoning:"
         )
+
+    def _grammar_notes(self) -> dict[str, Any]:
+        return {GRAMMAR_NOTE: _FORM}
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:
         """The last line that is a letter A-E (evals' ``get_choice``), and its score."""

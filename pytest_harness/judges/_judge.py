@@ -73,7 +73,7 @@ class Judge(Agent):
         except JudgeOutputError as error:
             if response.finish_reason != "length":
                 raise
-            raise cut_off(error, self.name, self.params) from error
+            raise cut_off(error, self.name, self.params, self._needed_tokens()) from error
         return self.judgement(score, reason, **details)
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:

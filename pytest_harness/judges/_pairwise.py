@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from pytest_harness._local.route import GRAMMAR_NOTE, FreeText
 from pytest_harness.errors import ConfigError
 from pytest_harness.judges._judge import Judge, bad_reply
 
@@ -47,6 +48,13 @@ WITH_REFERENCE = (
     "assistants' answers with the reference answer. Identify and correct any mistakes. " + _FAIR
 )
 _VERDICT = re.compile(r"\[\[([ABC])\]\]")
+# The reply's form on the embedded model, whose grammar holds it to it: a line of
+# explanation (no bracket, which would start a second verdict), then the verdict.
+_EXPLANATION = 160
+_FORM = FreeText(
+    grammar=f'root ::= [^\\n\\x5b\\x5d]{{0,{_EXPLANATION}}} " [[" [ABC] "]]"',
+    tokens=4 * _EXPLANATION + 7,
+)
 
 
 class Pairwise(Judge):
@@ -102,6 +110,9 @@ class Pairwise(Judge):
             f"[The Start of Assistant B's Answer]\n{second}\n[The End of Assistant B's Answer]"
         )
         return "\n\n".join(parts)
+
+    def _grammar_notes(self) -> dict[str, Any]:
+        return {GRAMMAR_NOTE: _FORM}
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:
         """The verdict ``[[A]]``, ``[[B]]`` or ``[[C]]``; the explanation before it."""

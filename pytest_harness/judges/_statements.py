@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pytest_harness._agent import Agent, AgentResult, totals
+from pytest_harness._local.route import SCHEMA_NOTE
 from pytest_harness._response import TokenCallback
 from pytest_harness.judges._judge import Judge, bad_reply, passages
 
@@ -111,6 +112,20 @@ class StatementJudge(Judge):
         usage, cost = totals([first, second])
         took = round(time.perf_counter() - started, 6)
         return dataclasses.replace(second, usage=usage, cost=cost, execution_time=took)
+
+    def _grammar_notes(self) -> dict[str, Any]:
+        """On the embedded model, one verdict per statement, in order, each naming its
+        statement: its grammar holds it to that."""
+        schema = self._output().schema or {}
+        entry = _at(schema, "properties", "verdicts", "items")
+        if not isinstance(_at(entry, "properties"), Mapping) or not self.statements:
+            return {}  # an output of a subclass's own: its schema as it is
+        verdicts = [
+            {**entry, "properties": {**entry["properties"], "statement": {"const": statement}}}
+            for statement in self.statements
+        ]
+        exact = {"type": "array", "prefixItems": verdicts, "items": False}
+        return {SCHEMA_NOTE: {**schema, "properties": {**schema["properties"], "verdicts": exact}}}
 
     def required_facts(self) -> None:
         """Raise ``ConfigError`` for a fact the verdicts' prompt needs and did not get."""
@@ -212,3 +227,10 @@ class AnswerRelevance(StatementJudge):
     def prompt(self) -> str:
         question = self.fact("question", "the question the answer replies to")
         return f"Input:\n{question}\n\nStatements:\n{self.numbered()}"
+
+
+def _at(value: Any, *path: str) -> Any:
+    """``value[path[0]][path[1]]...``, or None where a step is missing or not a mapping."""
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value

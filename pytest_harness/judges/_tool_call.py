@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_harness._agent import AgentResult
+from pytest_harness._local.route import SCHEMA_NOTE
 from pytest_harness._response import TokenCallback
 from pytest_harness.errors import ConfigError
 from pytest_harness.judges._judge import Judge, bad_reply
@@ -150,6 +151,20 @@ class ToolCallMatch(Judge):
             for c in asked
         ]
         return "\n".join(lines)
+
+    def _grammar_notes(self) -> dict[str, Any]:
+        """On the embedded model, one decision per argument asked about, in order, each
+        naming its argument: its grammar holds it to that."""
+        if self.output is not EQUIVALENCE:
+            return {}  # an output of a subclass's own: its schema as it is
+        asked = [c.argument for c in self.checks if c.right is None]
+        entry: dict[str, Any] = EQUIVALENCE["properties"]["arguments"]["items"]  # type: ignore[index]
+        decisions = [
+            {**entry, "properties": {**entry["properties"], "argument": {"const": name}}}
+            for name in asked
+        ]
+        exact = {"type": "array", "prefixItems": decisions, "items": False}
+        return {SCHEMA_NOTE: {**EQUIVALENCE, "properties": {"arguments": exact}}}
 
     def read_score(self, reply: Any, raw: str) -> tuple[float, str, dict[str, Any]]:
         """The model's decisions joined to the AST check's."""

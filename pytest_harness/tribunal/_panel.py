@@ -498,8 +498,7 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
             error: BaseException | None = AgentTimeout(
                 f"Agent {name} timed out after {plan.timeout:g}s, the timeout of panel "
                 f"{plan.name} ({DEFAULT_TIMEOUT:g} s unless the tribunal sets one; "
-                f"{LOCAL_TIMEOUT:g} s for the embedded model). Raise it: timeout = ... on the "
-                f"Tribunal class, or {plan.name}(..., timeout=...); None for no limit"
+                f"{LOCAL_TIMEOUT:g} s for the embedded model). {_timeout_fix(plan, judge)}"
             )
             result: Any = None
             _agent_event(plan, "timed_out", name, index, time=elapsed, error=error)
@@ -594,3 +593,30 @@ def _emit(plan: Plan, stream: str, event: TribunalEvent) -> None:
 
 def _name(judge: Any) -> str:
     return str(getattr(judge, "name", None) or type(judge).__name__)
+
+
+def _timeout_fix(plan: Plan, judge: Any) -> str:
+    """What to do about a judge that timed out: raise the timeout; first, when its reply
+    had no token limit (its params set none, and it did not run on the embedded model,
+    which sets one), give it one."""
+    from pytest_harness._local.route import LOCAL_MODEL  # here: a merge-friendly import
+
+    raise_it = f"timeout = ... on the Tribunal class, or {plan.name}(..., timeout=...)"
+    params = getattr(judge, "params", None)
+    limited = not isinstance(judge, Agent) or not isinstance(params, Mapping)
+    if not limited and isinstance(params, Mapping):
+        limited = any(params.get(k) is not None for k in ("max_tokens", "max_completion_tokens"))
+    if limited or _resolved(judge) in (None, LOCAL_MODEL):
+        return f"Raise it: {raise_it}; None for no limit"
+    return (
+        "The reply had no token limit (its params set no max_tokens), so the model could "
+        f'write on past the deadline: set params = {{"max_tokens": ...}} on {judge.name}, '
+        f"or raise the timeout ({raise_it})"
+    )
+
+
+def _resolved(judge: Agent) -> str | None:
+    try:
+        return judge.resolved_model()
+    except ConfigError:
+        return None

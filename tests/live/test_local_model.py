@@ -25,6 +25,7 @@ import pytest
 
 from pytest_harness import _scope as scope
 from pytest_harness import acomplete, complete
+from pytest_harness._local.grammar import bound
 from pytest_harness._local.install import ensure_installed, model_file
 from pytest_harness._local.route import (
     LITELLM_NAME,
@@ -89,7 +90,8 @@ def test_route_translates_json_schema_to_json_object() -> None:
 
     kwargs = routed(response_format=openai_form)
 
-    assert kwargs["response_format"] == {"type": "json_object", "schema": VERDICT}
+    # the schema as the grammar needs it: bounded (``grammar.bound``)
+    assert kwargs["response_format"] == {"type": "json_object", "schema": bound(VERDICT).schema}
     assert openai_form["type"] == "json_schema"
 
 

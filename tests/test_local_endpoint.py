@@ -369,7 +369,8 @@ FIELDS = st.sampled_from(
     ["messages", "tools", "tool_choice", "response_format", "n", "max_completion_tokens"]
 )
 MESSAGE = st.fixed_dictionaries(
-    {"role": st.sampled_from(["system", "user", "assistant", "tool", "x"]), "content": JSON}
+    {"role": st.sampled_from(["system", "user", "assistant", "tool", "x"]), "content": JSON},
+    optional={"tool_calls": JSON, "tool_call_id": JSON, "function_call": JSON, "name": JSON},
 )
 
 

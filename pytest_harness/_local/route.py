@@ -481,10 +481,8 @@ def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     for message in messages:
         if message.get("role") == "user":
             called.clear()
-        for call in message.get("tool_calls") or () if message.get("role") == "assistant" else ():
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, Mapping):
-                called.add(str(function.get("name")))
+        elif message.get("role") == "assistant":
+            called.update(str(function.get("name")) for _, function in _calls(message))
     return frozenset(called)
 
 
@@ -564,9 +562,10 @@ def _plain(messages: Sequence[Mapping[str, Any]], guide: str | None) -> list[dic
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """An assistant turn's tool calls (and a legacy ``function_call``): id and function."""
+    calls = message.get("tool_calls")
     found = [
         (str(call.get("id")), call["function"])
-        for call in message.get("tool_calls") or ()
+        for call in (calls if isinstance(calls, list) else ())
         if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping)
     ]
     legacy = message.get("function_call")

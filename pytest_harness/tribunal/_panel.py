@@ -18,6 +18,7 @@ from pytest_harness import _model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._aio import abandoned, in_daemon_thread, maybe_await
+from pytest_harness._local.route import LOCAL_MODEL
 from pytest_harness._stats import percent_agreement
 from pytest_harness.errors import (
     AgentTimeout,
@@ -599,13 +600,12 @@ def _timeout_fix(plan: Plan, judge: Any) -> str:
     """What to do about a judge that timed out: raise the timeout; first, when its reply
     had no token limit (its params set none, and it did not run on the embedded model,
     which sets one), give it one."""
-    from pytest_harness._local.route import LOCAL_MODEL  # here: a merge-friendly import
-
     raise_it = f"timeout = ... on the Tribunal class, or {plan.name}(..., timeout=...)"
     params = getattr(judge, "params", None)
-    limited = not isinstance(judge, Agent) or not isinstance(params, Mapping)
-    if not limited and isinstance(params, Mapping):
-        limited = any(params.get(k) is not None for k in ("max_tokens", "max_completion_tokens"))
+    limited = not isinstance(judge, Agent) or (
+        isinstance(params, Mapping)
+        and any(params.get(k) is not None for k in ("max_tokens", "max_completion_tokens"))
+    )
     if limited or _resolved(judge) in (None, LOCAL_MODEL):
         return f"Raise it: {raise_it}; None for no limit"
     return (

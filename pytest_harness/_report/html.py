@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from pytest_harness import _drift as drift_
 from pytest_harness._report.markup import (
-    Html,
     cells,
     count,
     element,
@@ -48,7 +49,7 @@ from pytest_harness._report.text import (
 Rows = Sequence[Mapping[str, Any]]
 
 
-def tribunals(records: Rows) -> Html:
+def tribunals(records: Rows) -> Markup:
     """Every tribunal run, each with its judges' votes, reasons and costs, and its errors."""
     headers = ["test", "outcome", "tribunal", "verdict", "votes", "tokens", "cost", "time"]
     body = []
@@ -83,7 +84,7 @@ def _shown_outcome(value: str | None, test: str | None) -> str | None:
     return "xfailed" if test == "xfailed" and value in ("fail", "error") else value
 
 
-def _run_detail(record: Mapping[str, Any]) -> Html:
+def _run_detail(record: Mapping[str, Any]) -> Markup:
     """Under a run: its rule and value, the judges' votes, the judges that failed."""
     parts = []
     if record.get("rule") is not None or record.get("value") is not None:
@@ -123,7 +124,7 @@ def _run_detail(record: Mapping[str, Any]) -> Html:
     return join(parts)
 
 
-def agreement(rows: Rows) -> Html:
+def agreement(rows: Rows) -> Markup:
     """Per tribunal: runs with two or more votes, observed agreement, Krippendorff's alpha."""
     body = [
         element(
@@ -143,7 +144,7 @@ def agreement(rows: Rows) -> Html:
     return section("agreement", "Agreement among judges", table(headers, body))
 
 
-def samples(records: Rows) -> Html:
+def samples(records: Rows) -> Markup:
     """Sampled tests: passes of N, the rate and its interval, the rate needed, pass^k, the
     outcome (inconclusive: what it counts as, how many more samples would decide), failures."""
     headers = ["test", "passed", "rate", "interval", "needs", "pass^k", "outcome"]
@@ -181,7 +182,7 @@ def samples(records: Rows) -> Html:
     return section("samples", "Sampled tests", table(headers, body))
 
 
-def datasets(records: Rows) -> Html:
+def datasets(records: Rows) -> Markup:
     """Dataset gates: cases counted and passed, the rate and its interval, the rate needed,
     the outcome; under each, its failing cases."""
     headers = ["dataset gate", "source", "passed", "rate", "interval", "needs", "outcome"]
@@ -212,12 +213,12 @@ def datasets(records: Rows) -> Html:
     return section("datasets", "Dataset gates", table(headers, body))
 
 
-def _failure(label: str, reason: Any, kind: str, **data: Any) -> Html:
+def _failure(label: str, reason: Any, kind: str, **data: Any) -> Markup:
     """One failure under a row: its label in bold, then its reason (folded when long)."""
     return element("li", element("b", label), ": ", folded(reason), class_=kind, **data)
 
 
-def _interval(record: Mapping[str, Any]) -> Html | str:
+def _interval(record: Mapping[str, Any]) -> Markup | str:
     """The interval at the test's confidence (95% unless sequential at another); when no
     sample ran, why (a sample stopped the sampling)."""
     interval = record.get("interval")
@@ -245,7 +246,7 @@ def _pass_k(pass_k: Mapping[str, Any]) -> str:
     return " · ".join(f"k={k} {percent(v)}" for k, v in pass_k.items()) or "n/a"
 
 
-def _sample_outcome(value: Any, sequential: Mapping[str, Any]) -> Html:
+def _sample_outcome(value: Any, sequential: Mapping[str, Any]) -> Markup:
     """The outcome; inconclusive says what it counts as and how far it is from a decision."""
     if value != "inconclusive":
         return outcome(value)
@@ -256,7 +257,7 @@ def _sample_outcome(value: Any, sequential: Mapping[str, Any]) -> Html:
     return outcome("inconclusive", label)
 
 
-def drift(rows: Rows) -> Html:
+def drift(rows: Rows) -> Markup:
     """Verdicts that flipped since the previous recording, and the judges whose votes did."""
     headers = ["test", "tribunal", "verdict", "judges whose votes changed", "cassette"]
     body = []
@@ -292,13 +293,13 @@ def drift(rows: Rows) -> Html:
     return section("drift", "Verdict drift since the previous recording", table(headers, body))
 
 
-def _score_change(change: Mapping[str, Any]) -> Html | str:
+def _score_change(change: Mapping[str, Any]) -> Markup | str:
     """A judge's score as it moved (``drift.score_change``), or nothing without scores."""
     said = drift_.score_change(change)
     return "" if said is None else element("span", f" (score {said})", class_="score-change")
 
 
-def usage(rows: Rows) -> Html:
+def usage(rows: Rows) -> Markup:
     """Per test: model calls, tokens and cost; then the session's total."""
     body = [
         element(
@@ -322,7 +323,7 @@ def usage(rows: Rows) -> Html:
     )
 
 
-def _labelled(who: Any, text: Any, **attributes: Any) -> Html:
+def _labelled(who: Any, text: Any, **attributes: Any) -> Markup:
     """A list item: who (bold), then what they said or what went wrong, folded when long."""
     return element("li", element("b", who), ": ", folded(text), **attributes)
 
@@ -331,7 +332,7 @@ def _vote_word(passed: bool | None) -> str:
     return "none" if passed is None else ("pass" if passed else "fail")
 
 
-def runs(records: Rows) -> Html:
+def runs(records: Rows) -> Markup:
     """Orchestrator runs: tools, requests, why they stopped, events, spend, time; then,
     folded, the question, each step (model message, tool call and result) and the answer."""
     headers = ["test", "outcome", "tools", "tool errors", "requests", "stop", "events"]
@@ -357,7 +358,7 @@ def runs(records: Rows) -> Html:
     return section("runs", "Agent runs", table(headers, body))
 
 
-def _transcript(record: Mapping[str, Any]) -> Html | None:
+def _transcript(record: Mapping[str, Any]) -> Markup | None:
     """A run as it went, in a ``<details>`` closed at first: question, steps, answer."""
     question, answer = record.get("question"), record.get("answer")
     steps = _steps(record.get("steps") or [])
@@ -374,14 +375,14 @@ def _transcript(record: Mapping[str, Any]) -> Html | None:
     return element("details", *parts, class_="run-transcript")
 
 
-def _said(kind: str, value: Any) -> Html:
+def _said(kind: str, value: Any) -> Markup:
     """A labelled text in full (a question, an answer, a message)."""
     return element(
         "div", element("b", f"{kind}: "), element("div", value, class_="full"), class_=kind
     )
 
 
-def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
+def _steps(steps: Sequence[Mapping[str, Any]]) -> Markup | None:
     """A run's steps in order: the model's messages, and each tool call it asked for, with
     its arguments and what came back."""
     if not steps:
@@ -415,7 +416,7 @@ def _steps(steps: Sequence[Mapping[str, Any]]) -> Html | None:
     return table(headers, [element("tbody", *rows)], class_="steps")
 
 
-def app_calls(records: Rows) -> Html:
+def app_calls(records: Rows) -> Markup:
     """Per test, the application's own model calls: where each went, its model, tokens and
     latency; folded, the messages it sent and what came back."""
     headers = ["test", "outcome", "calls", "models", "tokens", "latency"]
@@ -447,7 +448,7 @@ def _latency(calls: Sequence[Mapping[str, Any]]) -> str:
     return ("recorded " if recorded else "") + seconds(sum(known))
 
 
-def _app_call(call: Mapping[str, Any]) -> Html:
+def _app_call(call: Mapping[str, Any]) -> Markup:
     """One call, folded: its heading, then the request's messages and the response."""
     latency = _latency([call])
     head = [
@@ -491,7 +492,7 @@ def _app_call(call: Mapping[str, Any]) -> Html:
     )
 
 
-def transcripts(records: Rows) -> Html:
+def transcripts(records: Rows) -> Markup:
     """Simulated conversations: persona, goal, how they ended; then every turn."""
     headers = ["test", "persona", "goal", "turns", "stopped by", "reason"]
     body = []
@@ -530,12 +531,12 @@ def _plain(value: Any) -> str | None:
         return repr(value)
 
 
-def calibrations(records: Rows) -> Html:
+def calibrations(records: Rows) -> Markup:
     """Every calibration of the session, one ``<article>`` each."""
     return section("calibrations", "Judge calibration", *(_calibration(r) for r in records))
 
 
-def _calibration(record: Mapping[str, Any]) -> Html:
+def _calibration(record: Mapping[str, Any]) -> Markup:
     verdict = record.get("outcome")
     title = element(
         "h3",
@@ -578,7 +579,7 @@ def _calibration(record: Mapping[str, Any]) -> Html:
     )
 
 
-def _scores(record: Mapping[str, Any]) -> Html:
+def _scores(record: Mapping[str, Any]) -> Markup:
     """Per judge, then the panel: scored, no verdict, accuracy, kappa, TP/FN/FP/TN."""
     rows = [
         _score_row(judge.get("judge"), judge, kind="judge-score")
@@ -589,7 +590,7 @@ def _scores(record: Mapping[str, Any]) -> Html:
     return table(headers, [element("tbody", *rows)], class_="scores")
 
 
-def _score_row(name: Any, score: Mapping[str, Any], *, kind: str) -> Html:
+def _score_row(name: Any, score: Mapping[str, Any], *, kind: str) -> Markup:
     confusion = score.get("confusion")
     missing = list(score.get("no_verdict") or [])
     return element(
@@ -610,7 +611,7 @@ def _score_row(name: Any, score: Mapping[str, Any], *, kind: str) -> Html:
     )
 
 
-def _probes(probes: Sequence[Mapping[str, Any]]) -> Html:
+def _probes(probes: Sequence[Mapping[str, Any]]) -> Markup:
     """Each judge under each probe: flips of applicable items, the rate, the flipped items."""
     rows = [
         element(
@@ -633,7 +634,7 @@ def _probes(probes: Sequence[Mapping[str, Any]]) -> Html:
     return table(headers, [element("tbody", *rows)], class_="probes")
 
 
-def conflicts(records: Rows) -> Html:
+def conflicts(records: Rows) -> Markup:
     """The tests that differ between merged reports (``python -m pytest_harness merge``):
     which test, in which reports, what differs. Every version of such a test is kept in
     the sections below, each naming its report."""
@@ -660,7 +661,7 @@ def _differs(record: Mapping[str, Any]) -> list[str]:
     return [str(said) for said in record.get("differs") or []]
 
 
-def matrix(data: Mapping[str, Any]) -> Html:
+def matrix(data: Mapping[str, Any]) -> Markup:
     """The model matrix (``--harness-models``): a row per test or case, a column per model;
     each cell the outcome, pass rate and interval (a sampled test), tokens, cost, latency,
     and the application's responses, so a row shows the models' answers side by side."""
@@ -675,7 +676,7 @@ def matrix(data: Mapping[str, Any]) -> Html:
     return section("matrix", "Model matrix", table(["test", *models], body, class_="matrix"))
 
 
-def _matrix_cell(model: str, cell: Mapping[str, Any] | None) -> Html:
+def _matrix_cell(model: str, cell: Mapping[str, Any] | None) -> Markup:
     """One model's cell of a row: its outcome and figures, then its responses in order."""
     if cell is None:
         return element("td", "-", class_="matrix-cell", data_model=model)
@@ -701,7 +702,7 @@ def _matrix_cell(model: str, cell: Mapping[str, Any] | None) -> Html:
 
 
 # In the page's order: (key of data, its section).
-_SECTIONS: tuple[tuple[str, Callable[[Any], Html]], ...] = (
+_SECTIONS: tuple[tuple[str, Callable[[Any], Markup]], ...] = (
     ("conflicts", conflicts),
     ("matrix", matrix),
     ("tribunals", tribunals),
@@ -813,7 +814,7 @@ def write_html(path: Path, data: Mapping[str, Any]) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _document(body: Html, *, script: bool) -> str:
+def _document(body: Markup, *, script: bool) -> str:
     """The whole page: the policy that keeps it offline, its style, the body, its script."""
     scripts = _digest(_SCRIPT) if script else "'none'"
     policy = (
@@ -822,14 +823,14 @@ def _document(body: Html, *, script: bool) -> str:
     )
     head = join(
         [
-            Html('<meta charset="utf-8">'),
-            Html(f'<meta http-equiv="Content-Security-Policy" content="{text(policy)}">'),
-            Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+            Markup('<meta charset="utf-8">'),
+            Markup(f'<meta http-equiv="Content-Security-Policy" content="{text(policy)}">'),
+            Markup('<meta name="viewport" content="width=device-width, initial-scale=1">'),
             element("title", _TITLE),
-            element("style", Html(_STYLE)),
+            element("style", Markup(_STYLE)),
         ]
     )
-    ending = element("script", Html(_SCRIPT)) if script else ""
+    ending = element("script", Markup(_SCRIPT)) if script else ""
     page = element("html", element("head", head), element("body", body, ending), lang="en")
     return f"<!DOCTYPE html>\n{page}\n"
 
@@ -840,16 +841,18 @@ def _digest(source: str) -> str:
     return f"'sha256-{hashed}'"
 
 
-def _header(data: Mapping[str, Any] | None) -> Html:
+def _header(data: Mapping[str, Any] | None) -> Markup:
     """The title; with records, links to the sections and the filter and failures-only box."""
     parts = [element("h1", _TITLE)]
     if data is not None:
         links = [element("a", key, href=f"#{key}") for key, _ in _SECTIONS if data.get(key)]
         parts.append(element("nav", *links))
         controls = [
-            Html('<input id="filter" type="search" placeholder="filter: words in a row">'),
+            Markup('<input id="filter" type="search" placeholder="filter: words in a row">'),
             " ",
-            element("label", Html('<input id="failures-only" type="checkbox">'), " failures only"),
+            element(
+                "label", Markup('<input id="failures-only" type="checkbox">'), " failures only"
+            ),
             " ",
             element("span", "", id="shown"),
         ]
@@ -857,7 +860,7 @@ def _header(data: Mapping[str, Any] | None) -> Html:
     return element("header", *parts)
 
 
-def _nothing() -> Html:
+def _nothing() -> Markup:
     said = (
         "Nothing recorded: no tribunal ran, no test was sampled, no judge calibrated, "
         "no agent run or conversation finished and no model was called."
@@ -865,7 +868,7 @@ def _nothing() -> Html:
     return element("section", element("p", said), id="empty")
 
 
-def _summary(data: Mapping[str, Any]) -> Html:
+def _summary(data: Mapping[str, Any]) -> Markup:
     """The session at a glance: how many of each record, and how many failed."""
     tribunals = data.get("tribunals") or []
     samples = data.get("samples") or []

@@ -1,50 +1,42 @@
 """The HTML report's building blocks: escaped text, elements, tables, folded values.
 
 Everything in a report comes from tests and models, and model text can hold ``<script>``:
-so markup has its own type. ``Html`` is text that is HTML already, made only here (``text``
-escapes a value into it, ``element`` and ``join`` build from it); anything else given as
-content, a record's string included, is escaped on the way in. A section cannot inject a
-value into the page by forgetting to escape it.
+so markup has its own type, markupsafe's ``Markup``: text that is HTML already, made only
+here (``text`` escapes a value into it, ``element`` and ``join`` build from it); anything
+else given as content, a record's string included, is escaped on the way in. A section
+cannot inject a value into the page by forgetting to escape it.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from pytest_harness._report.text import clip
-
-
-class Html(str):
-    """Text that is HTML already (built by this module); any other value is escaped."""
-
-    __slots__ = ()
-
 
 # Longer text (a judge's reason, a tool's result) shows its first line, opening on a click.
 _FOLD_AT = 160
 
 
-def text(value: Any) -> Html:
+def text(value: Any) -> Markup:
     """``value`` as HTML text, escaped (quotes included); None is empty."""
-    if value is None:
-        return Html("")
-    return Html(html.escape(value if isinstance(value, str) else str(value), quote=True))
+    return Markup("") if value is None else escape(str(value))
 
 
-def markup(value: Any) -> Html:
-    """``value`` as it is when it is ``Html``, else escaped (``text``)."""
-    return value if isinstance(value, Html) else text(value)
+def markup(value: Any) -> Markup:
+    """``value`` as it is when it is ``Markup``, else escaped (``text``)."""
+    return value if isinstance(value, Markup) else text(value)
 
 
-def join(parts: Iterable[Any], separator: str = "") -> Html:
-    """The parts one after the other (each escaped unless it is ``Html``)."""
-    return Html(text(separator).join(markup(part) for part in parts))
+def join(parts: Iterable[Any], separator: str = "") -> Markup:
+    """The parts one after the other (each escaped unless it is ``Markup``)."""
+    return text(separator).join(markup(part) for part in parts)
 
 
-def element(name: str, *content: Any, **attributes: Any) -> Html:
-    """``<name ...>content</name>``: content is escaped unless it is ``Html``, and so is
+def element(name: str, *content: Any, **attributes: Any) -> Markup:
+    """``<name ...>content</name>``: content is escaped unless it is ``Markup``, and so is
     every attribute's value.
 
     ``class_`` is ``class``; underscores become dashes (``data_test`` is ``data-test``); an
@@ -56,30 +48,30 @@ def element(name: str, *content: Any, **attributes: Any) -> Html:
             continue
         attribute = key.rstrip("_").replace("_", "-")
         written.append(f" {attribute}" if value is True else f' {attribute}="{text(value)}"')
-    return Html(f"<{name}{''.join(written)}>{join(content)}</{name}>")
+    return Markup(f"<{name}{''.join(written)}>{join(content)}</{name}>")
 
 
-def cells(*values: Any) -> Html:
-    """A row's ``<td>`` cells (each value escaped unless it is ``Html``)."""
+def cells(*values: Any) -> Markup:
+    """A row's ``<td>`` cells (each value escaped unless it is ``Markup``)."""
     return join(element("td", value) for value in values)
 
 
-def table(headers: Sequence[str], body: Iterable[Html], **attributes: Any) -> Html:
+def table(headers: Sequence[str], body: Iterable[Markup], **attributes: Any) -> Markup:
     """A table: a header row, then ``body`` (``<tbody>`` groups or ``<tr>`` rows)."""
     head = element("thead", element("tr", join(element("th", h) for h in headers)))
     return element("table", head, join(body), **attributes)
 
 
-def section(key: str, title: str, *content: Html) -> Html:
+def section(key: str, title: str, *content: Markup) -> Markup:
     """One section of the page: ``<section id=key>`` with its heading."""
     return element("section", element("h2", text(title)), *content, id=key)
 
 
-def folded(value: Any) -> Html:
+def folded(value: Any) -> Markup:
     """Text shown in full (``.full``); long or multi-line text folds into ``<details>``, its
     start as the summary, so a table of reasons stays readable."""
     if value is None or value == "":
-        return Html("")
+        return Markup("")
     full = value if isinstance(value, str) else str(value)
     if len(full) <= _FOLD_AT and "\n" not in full:
         return element("span", full, class_="full")
@@ -88,7 +80,7 @@ def folded(value: Any) -> Html:
     )
 
 
-def outcome(value: str | None, label: str | None = None) -> Html:
+def outcome(value: str | None, label: str | None = None) -> Markup:
     """A coloured verdict: pass, fail, error (or a neutral word such as ``none``)."""
     kind = value if value in ("pass", "fail", "error") else "other"
     return element("span", text(label or value or "none"), class_=f"outcome {kind}")
@@ -98,23 +90,23 @@ def outcome(value: str | None, label: str | None = None) -> Html:
 _TEST_KINDS = {"passed": "pass", "failed": "fail", "error": "error", "xfailed": "xfailed"}
 
 
-def test_outcome(value: str | None) -> Html:
+def test_outcome(value: str | None) -> Markup:
     """A test's outcome (passed, failed, error, xfailed, xpassed, skipped), coloured as a
     verdict is; an expected failure muted, never as a failure."""
     if not value:
-        return Html("")
+        return Markup("")
     kind = _TEST_KINDS.get(value, "other")
     return element("span", value, class_=f"outcome test-outcome {kind}")
 
 
-def verdict(value: str | None, test: str | None) -> Html:
+def verdict(value: str | None, test: str | None) -> Markup:
     """A tribunal's verdict; in an xfailed test a failing one is muted and says ``xfailed``."""
     if test == "xfailed" and value in ("fail", "error"):
         return element("span", f"{value} (xfailed)", class_="outcome xfailed")
     return outcome(value)
 
 
-def vote(passed: bool | None, value: Any = None) -> Html:
+def vote(passed: bool | None, value: Any = None) -> Markup:
     """A judge's vote: pass or fail, with its value when that is not a plain boolean."""
     if passed is None:
         return outcome(None, "none" if value is None else repr(value))
@@ -133,12 +125,12 @@ def count(mapping: Mapping[str, Any] | None, *path: str) -> int:
 
 def entry(
     kind: str,
-    row: Html,
+    row: Markup,
     hooks: Mapping[str, Any],
     *,
-    detail: Html | None = None,
+    detail: Markup | None = None,
     width: int = 1,
-) -> Html:
+) -> Markup:
     """One record of a table: its row and, below it, its details, as one ``<tbody>``.
 
     The filter box and the failures-only toggle show or hide whole entries, so a row and its

@@ -76,17 +76,20 @@ def totals(results: Iterable[Any]) -> tuple[Usage | None, float | None]:
 class Agent:
     """One model call with instructions and an output schema.
 
-    Class attributes (each can be overridden per instance by the keyword of the same name):
-        model: litellm model name; ``--harness-model`` / ``harness_model`` replace it.
-        instructions: the system prompt.
-        output: JSON-schema dict or pydantic model class of the reply (None: free text);
-            a dict is checked when the class is declared (``ConfigError``).
-        temperature: sampling temperature (None: the provider's default).
-        params: other litellm parameters (``max_tokens``, ``api_base``, ...).
-        structured: use the provider's ``response_format`` (True), the prompt (False), or
-            decide from what litellm knows of the model (None, the default).
-        examples: few-shot ``(input, expected output)`` pairs, shown in the system message
-            after the instructions, in order (class attribute only).
+    Declare an agent as a class; an instance may override each attribute (``examples``
+    aside) by the keyword of the same name.
+
+    Attributes:
+        model: The litellm model name; ``--harness-model`` and ``harness_model`` replace it.
+        instructions: The system prompt.
+        output: A JSON-schema dict or a pydantic model class the reply must fit (None: free
+            text). A dict is checked when the class is declared (``ConfigError``).
+        temperature: The sampling temperature (None: the provider's default).
+        params: Other litellm parameters (``max_tokens``, ``api_base``, ...).
+        structured: Use the provider's ``response_format`` (True) or the prompt (False);
+            None (the default) decides from what litellm knows of the model.
+        examples: Few-shot ``(input, expected output)`` pairs, shown in the system message
+            after the instructions, in order.
     """
 
     model: ClassVar[str | None] = None
@@ -117,6 +120,21 @@ class Agent:
         structured: bool | None = None,
         name: str | None = None,
     ) -> None:
+        """Make one call's agent: its input, and any class attribute overridden.
+
+        Args:
+            input: What the agent judges or answers: the user turn (a non-string as JSON).
+            context: Facts shown after the input, as JSON.
+            params: litellm parameters added to the class's ``params``.
+            memory: Earlier context: a text (added to the system message as notes) or
+                chat messages (sent before the input).
+            model: Overrides the class's ``model``.
+            instructions: Overrides the class's ``instructions``.
+            output: Overrides the class's ``output``.
+            temperature: Overrides the class's ``temperature``.
+            structured: Overrides the class's ``structured``.
+            name: The agent's name in results and reports (default: the class name).
+        """
         self.input = input
         self.context = dict(context or {})
         self.memory = memory

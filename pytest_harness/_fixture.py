@@ -24,10 +24,13 @@ class Harness:
     runs is in the session report.
 
     Attributes:
-        test_id: the test's node id.
-        folder: the test module's folder (relative label files are read from there).
-        sample: the running sample's number (from 1) in a sampled test, else None.
-        tribunals / runs / transcripts / calibrations: what the test ran, as each finished.
+        test_id: The test's node id.
+        folder: The test module's folder (relative label files are read from there).
+        sample: The running sample's number (from 1) in a sampled test, else None.
+        tribunals: The tribunals the test ran, as each finished.
+        runs: The orchestrator runs of the test, as each ended.
+        transcripts: The simulated conversations of the test, as each ended.
+        calibrations: The calibrations the test ran, as each finished.
     """
 
     def __init__(

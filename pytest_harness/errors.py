@@ -138,7 +138,13 @@ class InvalidResponse(HarnessError):
 
 
 class DegenerateResponse(InvalidResponse):
-    """A structurally valid text response with no visible content (blank or think-only)."""
+    """A structurally valid text response with no visible content (blank or think-only).
+
+    Attributes:
+        response: The ``ModelResponse`` with nothing visible in it.
+        reason: ``"degenerate"``.
+        model: The model that produced it.
+    """
 
 
 class ProviderResponseError(HarnessError):
@@ -288,7 +294,12 @@ class SessionStoreError(HarnessError):
 
 
 class StopRun(Exception):
-    """Raised by a middleware to end the run with ``reason`` (its messages are kept)."""
+    """Raised by a middleware to end the run with ``reason`` (its messages are kept).
+
+    Attributes:
+        reason: The run's stop reason (``Run.stop_reason``).
+        detail: What stopped it, in words (may be empty).
+    """
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -331,7 +342,11 @@ class TeamError(HarnessError):
 
 
 class SimulationError(HarnessError):
-    """The application failed during a simulated conversation (the transcript so far kept)."""
+    """The application failed during a simulated conversation.
+
+    Attributes:
+        transcript: The ``Transcript`` of the conversation up to the failure.
+    """
 
     def __init__(self, message: str, *, transcript: Any) -> None:
         super().__init__(message)

@@ -48,7 +48,13 @@ CREATED = 1_700_000_000  # a fixed timestamp keeps bodies byte-identical between
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallSpec:
-    """One tool call in a scripted reply; ``arguments`` as a dict or raw (maybe broken) text."""
+    """One tool call in a scripted reply.
+
+    Attributes:
+        name: The tool's name.
+        arguments: A mapping (sent as JSON), or raw text, which may be broken on purpose.
+        id: The call's id (None: one is made up from the call's position).
+    """
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)

@@ -52,7 +52,14 @@ class Probe(Protocol):
 
 
 class Perturbation:
-    """A probe that changes nothing; subclasses override what they perturb."""
+    """A probe that changes nothing; subclasses override what they perturb.
+
+    Override ``applies(judge, item)``, ``judge(judge)``, ``input(item)`` and
+    ``expected(original_vote)``, each the identity here.
+
+    Attributes:
+        name: The probe's name in the calibration's record and report.
+    """
 
     name = "identity"
 
@@ -117,7 +124,10 @@ class Padding(Perturbation):
     """The judged text made longer by neutral filler; the verdict must not change.
 
     Args:
-        text: the filler appended to each piece of judged text.
+        text: The filler appended to each piece of judged text.
+
+    Attributes:
+        text: The filler appended to each piece of judged text.
     """
 
     name = "padding"

@@ -51,7 +51,7 @@ class FactualAgreement(Judge):
     ``choice_scores`` turns it into the score. ``processed`` adds ``choice`` (the letter)
     and ``case`` (what it means).
 
-    Class attributes:
+    Attributes:
         choice_scores: the score of each case (default: promptfoo's, D 0 and the rest 1;
             ``{"A": 0, ...}`` makes an incomplete answer fail).
         threshold: the lowest passing score (default 1).

@@ -33,9 +33,11 @@ LABELS = Path(__file__).parent / "labels"
 class Judge(Agent):
     """An Agent that scores what it judges, with a reason, and passes by ``threshold``.
 
-    Class attributes (besides the Agent's: ``model``, ``params``, ...):
-        threshold: the judgement passes when its score is at least this.
-        labels: the file name of the judge's labelled set in the package (see
+    Besides the Agent's attributes (``model``, ``params``, ...):
+
+    Attributes:
+        threshold: The judgement passes when its score is at least this.
+        labels: The file name of the judge's labelled set in the package (see
             ``labelled_set``).
         temperature: 0, as the published judges are run.
 

@@ -69,6 +69,11 @@ class Pairwise(Judge):
     Calibrate it with the ``position`` probe: a fair judge's vote inverts when the two
     candidates are swapped. A tie does not invert, so the probe counts it as a flip: label
     pairs where one answer is clearly better.
+
+    Attributes:
+        scores: The score of each verdict: ``"A"`` (the first is better) 1, ``"C"`` (a tie)
+            0.5, ``"B"`` 0.
+        threshold: The lowest passing score (default 1: the first answer must win).
     """
 
     scores: ClassVar[Mapping[str, float]] = {"A": 1.0, "C": 0.5, "B": 0.0}

@@ -40,7 +40,7 @@ SCORE = {
 class Rubric(Judge):
     """A G-Eval judge: a score from 1 to 5 on ``criteria``, following ``steps``.
 
-    Class attributes:
+    Attributes:
         criteria: what the metric measures, as G-Eval writes it after
             ``<metric> (1-5) -``; the metric's name is the class's.
         steps: the evaluation steps, in order (G-Eval's chain of thought).

@@ -166,11 +166,15 @@ class Faithfulness(StatementJudge):
 
     The input is the answer (a string); ``context`` gives the ``question`` and the
     ``retrieved_context`` the answer was written from (a string, or a list of passages).
-    ``threshold`` defaults to 1.0: every statement must be supported. ``processed`` adds
-    ``statements``: ``{"statement", "reason", "verdict"}`` each, verdict 1 or 0.
+    ``processed`` adds ``statements``: ``{"statement", "reason", "verdict"}`` each, verdict
+    1 or 0.
 
     Sources: Es et al. 2023 (RAGAS), section 3 "Faithfulness", and the statement and NLI
     prompts of the ragas library (``ragas/metrics/_faithfulness.py``).
+
+    Attributes:
+        threshold: The lowest passing share of supported statements (default 1.0: every
+            statement must be supported).
     """
 
     threshold = 1.0
@@ -201,11 +205,14 @@ class AnswerRelevance(StatementJudge):
 
     The input is the answer (a string); ``context`` gives the ``question``. A statement is
     relevant (``yes``), irrelevant (``no``) or ambiguous but supporting (``idk``, counted as
-    relevant, as DeepEval counts it). ``threshold`` defaults to 0.5 (DeepEval's default).
-    ``processed`` adds ``statements``: ``{"statement", "reason", "verdict"}`` each.
+    relevant, as DeepEval counts it). ``processed`` adds ``statements``:
+    ``{"statement", "reason", "verdict"}`` each.
 
     Sources: DeepEval's ``AnswerRelevancyMetric`` (its statements and verdicts templates);
     Es et al. 2023 (RAGAS) section 3 for why the answer is split into statements first.
+
+    Attributes:
+        threshold: The lowest passing share of relevant statements (default 0.5, DeepEval's).
     """
 
     threshold = 0.5

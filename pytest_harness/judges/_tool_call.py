@@ -73,6 +73,10 @@ class ToolCallMatch(Judge):
     where ``accepted`` is a list of accepted values (``""`` among them: it may be left
     out) or a single value; and, optionally, the ``question`` the call answers, shown to
     the model. ``processed`` adds ``arguments``: per argument, ``right`` and ``why``.
+
+    Attributes:
+        threshold: The lowest passing share of right arguments (default 1, BFCL's
+            all-or-nothing).
     """
 
     threshold = 1.0

@@ -62,6 +62,15 @@ Callback = Callable[..., Any]
 class Orchestrator:
     """A tool-using agent: one conversation with a model and its tools.
 
+    Attributes:
+        model: The litellm model name every request asks for.
+        tools: The tools offered, by name (the built-in ``question`` and ``delegate``
+            included when asked for).
+        messages: The conversation so far, in OpenAI's chat form; ``run`` adds to it.
+        children: The subagents ``delegate`` started (``SubagentEntry`` each).
+        session_id: The session the conversation is kept in (None: none).
+        store: The ``SessionStore`` of ``session_id`` (None: none).
+
     Args:
         model: a litellm model name (``--harness-model`` replaces it, as for every call).
         tools: ``@tool`` functions, or plain typed functions (wrapped with ``tool``).

@@ -94,7 +94,19 @@ def researchers(*agents: type[Agent] | Agent | Sequence[type[Agent] | Agent]) ->
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TeamConfig:
-    """A team's settings as checked; see ``SharedState`` for what each means."""
+    """A team's settings as checked; ``SharedState`` says what each means.
+
+    Attributes:
+        team: The team's name.
+        members: The seats, in turn order.
+        coordination: The team's protocol text (None: the built-in guide).
+        max_cycles: Cycles at most (None: no limit).
+        timeout: Wall seconds for the whole ``invoke`` (None: no limit).
+        member_requests: Model requests per member turn, at most.
+        member_tool_rounds: Batches of tool calls per member turn (None: no limit).
+        member_timeout: Seconds one member turn may take (None: no limit).
+        unique_findings: Whether a repeated finding is refused.
+    """
 
     team: str
     members: tuple[Member, ...]

@@ -47,9 +47,12 @@ _UNSET: Any = object()  # "not given": None is a meaningful timeout
 
 
 class SharedState:
-    """A team of peer agents sharing a ``KnowledgeStore``. See the module docstring.
+    """A team of peer agents taking turns reading and writing one ``KnowledgeStore``.
 
-    Class attributes (each can be overridden per instance by the keyword of the same name):
+    Declare a team as a class; an instance may override each attribute by the keyword of
+    the same name. ``invoke(input)`` runs it and returns a ``TeamResult``.
+
+    Attributes:
         members: the members, in turn order: ``Agent`` subclasses (or instances) or
             ``SharedState.member(Agent, instruction=..., name=..., timeout=...)`` values
             (``SharedState.researchers(A, B)`` makes several without instructions).

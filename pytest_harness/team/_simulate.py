@@ -52,7 +52,12 @@ PERSONA_INSTRUCTIONS = (
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One message of a simulated conversation: ``role`` is ``user`` or ``assistant``."""
+    """One message of a simulated conversation.
+
+    Attributes:
+        role: ``"user"`` (the persona) or ``"assistant"`` (the application).
+        content: The message's text.
+    """
 
     role: Literal["user", "assistant"]
     content: str

@@ -1,16 +1,8 @@
 """pytest-harness: test LLM features in pytest, offline, from recorded traffic.
 
-The names a test author reaches for first. Each capability has its own namespace:
-``pytest_harness.tribunal``, ``.orchestrator``, ``.team``, ``.calibration``,
-``.strategies``, ``.testing``; every exception is in ``pytest_harness.errors``.
-
-Only re-exports live here, and lazily: importing ``pytest_harness`` (as pytest does when it
-loads the plugin) imports nothing heavy; each name is imported on first access. An old name
-(one that moved to a namespace, docs/migration.md) fails with an error naming its new home:
-``_migration`` says where, consulted only once a lookup has failed.
-
-PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
-it imports it; this module has none, and it is loaded at every start-up.
+The names a test author reaches for first. Each capability has its own namespace
+(``pytest_harness.tribunal``, ``.orchestrator``, ``.team``, ``.calibration``,
+``.strategies``, ``.testing``); every exception is in ``pytest_harness.errors``.
 """
 
 from __future__ import annotations
@@ -61,6 +53,9 @@ __all__ = [
     "complete",
 ]
 
+# Re-exports only, and lazily: pytest imports this package when it loads the plugin, so it
+# imports nothing heavy; each name is imported on first access. An old name (one that moved
+# to a namespace: docs/migration.md) fails with an error naming its new home (_migration).
 # Where each public name lives; every other name of __all__ is in the errors module.
 _HOME = {
     "Agent": "_agent",

@@ -1,8 +1,5 @@
-"""``python -m pytest_harness``: the command line. One command so far, ``merge``.
-
-Exit codes: 0 merged; 1 merged, but ``--strict`` and some test conflicts; 2 nothing merged
-(a report missing, not JSON or not a harness report, an output it cannot write), or the
-command line itself is wrong.
+"""``python -m pytest_harness``: the command line (``merge``: several runs' JSON reports
+into one).
 """
 
 from __future__ import annotations

@@ -1,24 +1,4 @@
-"""Agent: one structured model call; AgentResult: the frozen value it returns.
-
-Declare an agent as a class::
-
-    class Politeness(Agent):
-        model = "openai/gpt-4o-mini"
-        instructions = "You judge whether a support reply is polite."
-        output = {"type": "object", "properties": {"pass": {"type": "boolean"}, ...}}
-        temperature = 0
-
-    result = Politeness(input=reply).call()
-    result.processed["pass"]
-
-or configure an instance (``Agent(model=..., instructions=..., output=..., input=...)``).
-Structured output uses the provider's JSON-schema ``response_format`` where litellm knows the
-model supports it (and on the embedded model); otherwise the schema goes into the system
-prompt and the JSON is read from the text. A reply that does not parse or fit is a
-``JudgeOutputError`` carrying the raw text (saying so when the reply was cut off at the token
-limit). An ``output`` schema is checked when the class is declared: an invalid value or an
-unknown keyword is a ``ConfigError`` then. ``--harness-model`` replaces every agent's model.
-"""
+"""Agents: one structured model call each (``Agent``) and what it returns (``AgentResult``)."""
 
 from __future__ import annotations
 
@@ -120,7 +100,7 @@ class Agent:
         structured: bool | None = None,
         name: str | None = None,
     ) -> None:
-        """Make one call's agent: its input, and any class attribute overridden.
+        """An agent for one call: its input, and any class attribute overridden for it.
 
         Args:
             input: What the agent judges or answers: the user turn (a non-string as JSON).

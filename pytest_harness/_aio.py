@@ -1,19 +1,4 @@
-"""Run a coroutine to completion from sync code, also from inside a running event loop.
-
-The harness's core is async (judges and tools run concurrently on one loop); its sync facade
-calls this. Each thread keeps one event loop for these calls instead of a fresh
-``asyncio.run`` loop per call: litellm caches its async HTTP clients and its default
-executor per loop, so a new loop per call pays for new clients and new threads every time
-(about 5 ms per replayed tribunal). The loops are closed at exit (and by the plugin at the
-end of the session).
-
-Inside a running loop (an async test, a notebook) that loop cannot be blocked on, so the
-coroutine runs on a fresh loop in a short-lived thread. The harness's per-test scope is a
-module global, not a ContextVar, so that thread still sees the test's cassette and settings.
-
-``in_daemon_thread`` runs a sync callable the loop must not wait on for ever (a tool past
-its timeout) in a thread of its own that never holds the process at exit.
-"""
+"""Running the harness's async core from sync code, also inside a running event loop."""
 
 from __future__ import annotations
 

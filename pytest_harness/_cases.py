@@ -1,18 +1,4 @@
-"""Cases: the rows of a dataset, each one test of a ``@pytest.mark.dataset`` test.
-
-``load_cases(source)`` reads a JSONL, CSV or YAML file, or a Python list, into ``Case``
-values. A row holds an ``input`` (required), an ``expected`` answer (optional), an ``id``
-(optional) and any other keys, which are the case's ``fields``. In a list, a string is a
-case whose input is that string.
-
-A case's id is the one its row gives; else it is read from the input: its words, lowercase,
-joined by ``-`` and cut at 40 characters (``where-is-my-order-a-1``), the same every run; two
-cases with the same words get ``-2``, ``-3``, ... in file order; an input with no word is
-``line-N`` (``item-N`` in a list). Two rows giving the same id are an error naming both.
-
-``parametrize`` makes one test per case from a test's ``dataset`` marker; a dataset that
-cannot be read makes one test that errors at set-up with the reason, and the session runs on.
-"""
+"""A dataset's cases: rows read into ``Case`` values, their ids, and the tests they make."""
 
 from __future__ import annotations
 

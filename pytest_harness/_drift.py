@@ -1,26 +1,4 @@
-"""Verdict drift: what a re-recording changed, in verdicts rather than bytes.
-
-When a test records its cassette, the verdicts of the tribunals it ran are kept in the
-cassette's metadata (``verdicts``, per test: each run's tribunal, outcome and every judge's
-vote). When a later recording run replaces them (``--harness-live``, or
-``--harness-record=new`` recording anew), the new verdicts are compared with the previous
-recording's: each verdict that flipped is a row of the report (test, tribunal, old -> new,
-the judges whose votes changed), in the terminal and the JSON report.
-
-Runs are matched by tribunal and occurrence: the third run of ``Quality`` in a test (in a
-sampled test, over all its samples) is ``Quality#3``, in the old recording and the new.
-
-Scores: a judge that gives a numeric score and the threshold it passes at (the judges of
-``pytest_harness.judges`` do; ``Vote.score``, ``Vote.threshold``) has them kept too
-(``scores``, only when some judge has one, so other cassettes keep their shape). A verdict
-that held is still a row when such a judge's score moved: **across** its threshold (the
-judge's vote flipped), or **toward** it by at least ``TOWARD`` of the distance it had (a
-score of 5 with a threshold of 3 that is now 4). Scores are compared with each
-recording's own threshold, so a changed threshold is taken into account. A row says why it
-is there: ``"drift": "flip"`` (the verdict flipped) or ``"score"`` (it held; a score moved).
-
-Plain data in and out: the cassette's file is ``cassettes.files``'s business.
-"""
+"""Verdict drift: what a re-recording changed in a test's verdicts and judges' scores."""
 
 from __future__ import annotations
 

@@ -1,23 +1,4 @@
-"""How a failure the harness raised is reported: its message first, then the user's lines.
-
-pytest's default report (``--tb=auto``) shows every frame from the test down to the
-``raise``; for an error the harness raised that is pages of openai, httpx, vcrpy and
-pytest-harness frames (their source included) ahead of a message that already says what
-happened and what to do. Under ``--tb=auto`` and ``--tb=short`` such a failure is reported
-as: the message; the frames of the user's own code that led to it (``path:line: in name``
-and that line, as pytest's short style shows a frame); a line naming what was left out.
-``--tb=long`` (and ``--full-trace``) keep pytest's report, every frame in it; ``native``,
-``line`` and ``no`` keep theirs.
-
-The harness's failures are the exceptions of ``pytest_harness.errors``' tree, also when
-something wrapped one (an SDK's connection error around a cassette miss, the application's
-own exception raised from it), and the ``AssertionError`` of an assertion the harness makes
-(a verdict, a trajectory). The user's own ``assert`` statements keep pytest's report.
-
-A frame is the user's unless its file is in the standard library, in an installed
-distribution (site-packages) or in pytest-harness; a frame that sets ``__tracebackhide__``
-is left out as pytest leaves it out.
-"""
+"""How a failure the harness raised is reported: its message, then the user's own frames."""
 
 from __future__ import annotations
 

@@ -1,29 +1,4 @@
-"""The dataset gate: the share of a dataset's cases that pass must reach ``pass_rate``.
-
-``@pytest.mark.dataset("cases.jsonl", pass_rate=0.9)`` makes one test per case and one gate
-over them. With a gate, a case that fails counts against it instead of failing the run: its
-line says ``XFAIL`` with the gate's name and its failure, and the gate is the verdict. It is
-one row beside the cases' results (the session's ``dataset gates`` table, the JSON report's
-``datasets``, the HTML report), and a gate that fails fails the run.
-
-The gate is a sampled test whose samples are the cases (``_samples.Sampling``, so the same
-interval and the same decision): passes over the cases counted, a Wilson interval, and
-
-- without ``confidence``: pass when the share reaches ``pass_rate``;
-- with ``confidence`` (``margin``, ``inconclusive``): the sequential test of
-  ``_sequential`` applied to all the cases counted; it holds at any number of cases, so a
-  dataset that grows needs no new threshold. Undecided is *inconclusive*, failing the run
-  unless ``inconclusive="pass"``, with how many more cases would likely decide it.
-
-What counts: a case that passed passes, one that failed fails. One that was skipped or
-marked xfail by the user (whatever then happened), or whose set-up failed, or that met a
-cassette miss, a blocked connection or a wrong setting (the test cannot run as written) is
-not counted; those last ones stay errors and fail the run on their own.
-
-Each case's report carries its result (``CASE_PROPERTY``), so the gate is computed where
-every report arrives: the xdist controller, or the only process. Cases are counted in their
-dataset's order, whatever order they ran in.
-"""
+"""The dataset gate: the share of a dataset's cases that pass must reach ``pass_rate``."""
 
 from __future__ import annotations
 

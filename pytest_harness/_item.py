@@ -1,17 +1,4 @@
-"""The harness's part in one test: its scope, cassette, network guard and reports.
-
-The plugin's per-test hooks delegate here. At setup ``ItemRun.start`` builds what governs
-the test's model calls from the session settings and its ``harness`` markers, and
-``ItemRun.open`` opens its cassette when the test uses the harness (or
-``harness_capture = all``): from then until teardown all the test's HTTP traffic is recorded
-or replayed. Each phase runs inside ``ItemRun.active()``; after teardown ``ItemRun.finish``
-closes the cassette. What the test's traffic held is reported here (``TrafficWatch``:
-misses, bad model responses, spend), and so are the tribunals run in it: JUnit properties,
-the ``pytest_harness_tribunal`` hook, the fixture's list.
-
-What the test's features report as they finish becomes its report rows here too
-(``ItemReports``).
-"""
+"""The harness's part in one test: its scope, cassette, network guard and report rows."""
 
 from __future__ import annotations
 

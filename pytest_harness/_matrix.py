@@ -1,18 +1,4 @@
-"""The model matrix: every test that uses the harness, once per model (``--harness-models``).
-
-``Matrix`` is the pytest plugin the harness registers when the session has a matrix. It
-parametrizes each test that uses the harness (its marker or a ``harness*`` fixture) with
-``harness_model``, one copy per model, after the test's own parameters: ids read
-``test_reply[openai/gpt-4o-mini]`` and ``test_reply[case-1-openai/gpt-4o-mini]``, the model
-name as given, the same whichever other models the matrix holds. Each copy then runs with
-its model as its override, as ``--harness-model`` would run it (``ItemRun.start``), in its
-own cassette (``cassette_path``: ``<test>[<model>].yaml``).
-
-When a copy ends, its cell of the matrix becomes a JUnit property (``cell_property``): its
-row (the test id without the model), model, tokens, cost, latency, its sampling's pass rate
-and interval, and the application's responses. The session report pivots the cells into
-rows and model columns (``pivot``) for the terminal (``matrix_table``), JSON and HTML.
-"""
+"""The model matrix: every test that uses the harness, once per model (``--harness-models``)."""
 
 from __future__ import annotations
 

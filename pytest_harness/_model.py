@@ -1,30 +1,4 @@
-"""The model seam: every model call of pytest-harness goes through here.
-
-``complete`` / ``acomplete`` return a plain, frozen ``ModelResponse``. A call is built once
-(``request``: the model after ``--harness-model``, the scope's timeout and retries, then the
-scope's call hooks: the embedded-model route and the test's cassette) and sent once
-(``send`` / ``asend``, through litellm). On the way back every response is judged under the
-policy of the current test (``harness_degenerate``), and a response that passes is reported
-to the scope's listeners (topic ``"response"``).
-
-A response is judged where the test's traffic is: when a cassette holds the call's HTTP
-reply, the cassette's traffic check (the one the application's own requests go through)
-has judged it already and its call hook says what it found (``CallHook.judged``); the seam
-runs the ``ResponseValidator`` itself only when no hook saw the reply (no cassette, or a
-wire format the traffic check does not read).
-
-In replay, a call the test's cassette recorded is answered from it by the key of what the
-seam was asked, without litellm building a request or reading a reply, when the recorded
-reply is one litellm would read as it is (``_seam_replay``); the response is then checked as
-any other. Every other call (another provider's format, an error, a miss) is sent through
-litellm and the cassette's HTTP match, as recorded.
-
-litellm sits behind the seam, here: the only module of the package that imports it (about
-1.5 s and 165 MB), on the first call and never before (``lib``). ``completion`` /
-``acompletion`` take the keyword arguments the seam built, add what litellm itself needs,
-make the call, drain a stream (passing text deltas to ``on_token``) and read the answer into
-a ``ModelResponse``: text, reasoning, tool calls, usage and cost.
-"""
+"""The model seam: every model call of pytest-harness goes through here, and litellm behind it."""
 
 from __future__ import annotations
 

@@ -1,20 +1,5 @@
-"""Importing litellm without its import-time warnings breaking a ``filterwarnings = error`` suite.
-
-litellm imports hundreds of modules, many of them lazily on its first call (a provider's
-authenticator, the proxy's types), and some of those warn while they load: pydantic warns
-about litellm's own ``ReadOnly`` TypedDicts, libraries deprecate what litellm still uses.
-None of it is the user's to fix, and under ``filterwarnings = error`` (this project's ini,
-and common in users' projects) every judge of a panel can fail on it.
-
-The warnings are silenced by *category and origin*, never by message text (texts change
-between releases): while a module of the package is executing its import, the import-time
-kinds below are ignored, whoever raises them (pydantic, on behalf of litellm's module, say).
-The same warnings raised later, at call time, are not touched here; a warning of another
-kind (a ``RuntimeWarning``, a ``ResourceWarning``) still surfaces.
-
-``warnings.catch_warnings`` changes process-wide state: a warning another thread raises
-during one of these imports is silenced too. Imports of litellm's modules are few (once per
-process each), so the window is small.
+"""Importing litellm without its import-time warnings failing a ``filterwarnings = error``
+suite.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What a model call returns: ``ModelResponse`` and its parts, as plain frozen data.
-
-Each wire format's reader builds one (``pytest_harness._wire``: ``_wire.chat`` also from
-litellm's output, for the model seam). The degenerate-output check is here too:
-``ResponseValidator`` says whether a response is usable and whether it says anything.
+"""What a model call returns (``ModelResponse`` and its parts, plain frozen data), and the
+check of whether a response is usable (``ResponseValidator``).
 """
 
 from __future__ import annotations

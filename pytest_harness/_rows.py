@@ -1,18 +1,4 @@
-"""Files of rows: the JSONL, CSV and YAML files datasets and labelled sets are read from.
-
-``read(path, kind)`` yields each row of a file as a ``Row``: its mapping, where it is
-(``path:line``) and its default id (``line N``). What the rows must hold is the reader's
-concern (``_cases``, ``calibration._labels``); this module only knows files:
-
-- JSONL: one JSON object per line; blank lines are skipped.
-- CSV, with a header row: one row per line; the columns ``kind.columns`` must be in the
-  header; an empty cell of one of ``kind.own`` is a missing value.
-- YAML: a list of mappings (a top-level list, or a mapping whose ``cases`` key holds it),
-  each row's line the line its mapping starts on.
-
-Anything wrong is ``kind.error`` (a ``DatasetError``) naming the file and line and saying
-what to write instead. A UTF-8 byte-order mark (a spreadsheet's export) is fine.
-"""
+"""Files of rows: the JSONL, CSV and YAML files datasets and labelled sets are read from."""
 
 from __future__ import annotations
 

@@ -1,27 +1,4 @@
-"""Sampled tests: one test body run N times, passed when enough of the runs pass.
-
-``@pytest.mark.harness(samples=20, pass_rate=0.9)`` runs the test's body 20 times (its
-fixtures are set up once, for all of them) and passes when at least 90% of the runs pass.
-The outcome carries its uncertainty: passes/N with a 95% Wilson score interval, in the
-test's report line, the session table, the JSON report and the JUnit properties.
-
-With ``confidence=0.95`` the sampling is sequential (``_sequential``): the samples run one at
-a time and stop as soon as they decide the test at that confidence; when all N ran without
-deciding, the outcome is *inconclusive* (failed, xfailed or passed, as ``inconclusive=``
-says), reported with how many more samples would likely decide it. The interval shown is
-then at the test's confidence. Every sampled test also reports pass^k, the chance that k
-samples all pass (for k up to 8).
-
-In live mode each sample's requests are recorded anew, so a cassette holds N recordings of
-the same request; in replay they play back in recorded order, one per sample (a sequential
-test replays its samples' outcomes, so it stops where it stopped when recorded).
-
-A failing sample (an assertion, a failing verdict, any exception, a bad model response the
-application received) counts against the rate; what is the test's set-up rather than the
-feature's behaviour (a cassette miss, a blocked connection, a wrong harness setting) stops
-the sampling at once and fails the test as it would unsampled; the test's line then says how
-many samples completed before it and what stopped them, not a rate of no samples.
-"""
+"""Sampled tests: one test body run N times, passed when enough of the runs pass."""
 
 from __future__ import annotations
 

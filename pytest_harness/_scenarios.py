@@ -1,27 +1,4 @@
-"""Scenarios: a team's findings as the parameters of a test, generated once and replayed.
-
-``@pytest.mark.scenarios(Team, input="...", limit=N)`` runs ``Team().invoke(input)`` at
-collection time and parametrizes the test's ``scenario`` argument with the items of its
-``output`` (strings or dicts), the first ``limit`` of them.
-
-Generation has its own cassette, ``<harness_cassette_dir>/scenarios/<Team>-<hash>.yaml``,
-the hash taken from what shapes the team's requests (``fingerprint``: its members in order,
-their names, models, instructions, temperature, parameters and tools, its coordination text
-and settings) and the input: a change to any asks for a new recording (the error names the
-old file) rather than replaying scenarios the changed team never produced. The cassette
-holds the model calls and, in its metadata, the scenarios themselves, so a replay reads them
-back without running the team (no model library is imported at collection).
-``--harness-live`` (or ``--harness-record``) generates them again, once per run: under xdist
-the first worker generates under a file lock and the others read what it wrote, so every
-worker collects the same ids.
-
-What goes wrong (no recording, a team that produced nothing, an error while generating, a
-wrong marker argument, no ``scenario`` argument) is one error for that test, at set-up,
-naming the fix; the session goes on. So is ``@pytest.mark.scenarios(Team)`` with the team
-alone, although pytest takes a class given alone for the thing to mark and then passes the
-test function to the team's constructor: ``SharedState.__new__`` gives the test back marked
-``alone``, and ``Request.of`` makes that its error, one line showing the forms.
-"""
+"""Scenarios: a team's findings as the parameters of a test, generated once and replayed."""
 
 from __future__ import annotations
 

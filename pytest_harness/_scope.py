@@ -1,21 +1,5 @@
-"""What is in force for model calls right now: the current test's scope, as plain data.
-
-The plugin activates a ``Scope`` around each phase of a test; the model seam and everything
-built on it read it with ``current()``. A plain module global rather than a ContextVar: a
-test may call the model from a worker thread, which would not inherit a ContextVar, and
-pytest runs one test at a time per process.
-
-The core reports to the pytest layer by one path: ``emit(topic, payload)`` calls the
-listeners the scope holds for that topic (``Scope.listeners``, topic -> callables), each
-with the payload. The topics (``TOPICS``):
-
-- ``"response"``: a ``ModelResponse`` that passed the degenerate-output check;
-- ``"tribunal"``: a ``TribunalDone`` (a tribunal that finished, and its error or None);
-- ``"run"``: an orchestrator ``Run`` that ended (whatever its stop reason);
-- ``"transcript"``: a simulated conversation's ``Transcript``;
-- ``"calibration"``: a finished ``Calibration``.
-
-Nothing is imported here beyond the standard library: the plugin uses it in every test.
+"""What is in force for model calls right now (the current test's scope), and the one event
+path from the core to the pytest layer (``emit``).
 """
 
 from __future__ import annotations

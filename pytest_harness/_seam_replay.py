@@ -1,23 +1,5 @@
-"""The seam's replay: a call answered from its cassette by what it asks, without litellm.
-
-In replay, ``send`` / ``asend`` first offer a call to the scope's call hooks (``replayed``).
-The test's cassette finds the interaction recorded for what the call asks (its seam key,
-``matching.seam_key``) and hands its reply, recognised as the traffic check reads it
-(``_wire.Recognised``: the response, with the parsed body) and the price the recording kept
-(``files.Priced``) to ``read`` here. ``read`` gives the response litellm would have given:
-the one recognition read (with ``_wire.chat``'s readers, the functions litellm's path uses),
-not read again, with the call's model, the cost it was recorded with and the call's
-latency, and a stream's deltas for ``on_token`` / ``on_reasoning``. It takes only replies
-litellm passes on as they are (``Recognised.as_sent``), so that nothing can differ: an
-OpenAI chat completion, plain or streamed, from a model litellm sends to OpenAI, with known
-message fields, a finish reason litellm keeps, a usage block and no opening think block.
-For any other it returns None, and the call is sent through litellm and the cassette's
-HTTP match, as recorded (a miss there shows its diff).
-
-It never imports litellm: what it needs of it was kept with the recording. A model named
-with its provider (``openai/...``) says where litellm sends it; a bare name (``gpt-4o-mini``)
-is placed by the provider the recording kept. A recording made before prices were kept
-replays with its cost unknown (None); a bare model name there takes the HTTP path.
+"""The seam's replay: a harness-made call answered from its cassette by what it asks,
+without litellm.
 """
 
 from __future__ import annotations

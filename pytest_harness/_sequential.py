@@ -1,42 +1,4 @@
-"""Sequential sampling: a sampled test stops as soon as its samples decide it.
-
-``@pytest.mark.harness(samples=100, pass_rate=0.8, confidence=0.95)`` runs the body one
-sample at a time and, after each, asks whether the samples so far settle the question
-"does this feature pass at least 80% of the time?". The test passes as soon as they show it
-does, fails as soon as they show it does not, and when all 100 samples ran without deciding,
-its outcome is *inconclusive*.
-
-The method is Wald's sequential probability ratio test (SPRT) with an indifference zone, as
-statistical model checking uses it to decide "the probability of success is at least p"
-(H. L. S. Younes and R. G. Simmons, "Probabilistic Verification of Discrete Event Systems
-Using Acceptance Sampling", CAV 2002; A. Wald, "Sequential Tests of Statistical
-Hypotheses", 1945). With ``p = pass_rate``, ``d = margin`` and ``a = 1 - confidence``:
-
-- the test compares "the true rate is ``p - d``" (``low``) with "it is ``p + d``" (``high``);
-  after ``s`` passes and ``f`` failures, the log likelihood ratio is
-  ``llr = s * ln(high / low) + f * ln((1 - high) / (1 - low))``;
-- it passes once ``llr >= ln(1 / a)`` and fails once ``llr <= ln(a)``.
-
-What the verdict promises: a feature whose true pass rate is ``p - d`` or lower passes with
-probability at most ``a``; one whose rate is ``p + d`` or higher fails with probability at
-most ``a``. These hold whenever the test stops, after any number of looks: under ``low`` the
-likelihood ratio is a non-negative martingale of mean 1, so by Ville's inequality it ever
-reaches ``1 / a`` with probability at most ``a`` (likewise its inverse under ``high``). That
-is why the thresholds are ``ln(1 / a)`` and ``ln(a)`` rather than Wald's approximate
-``ln((1 - a) / a)``: the bound is then exact, and stopping at N samples undecided
-(inconclusive) only lowers the error. A rate inside the zone (``p - d``, ``p + d``) may be
-decided either way, or not at all: ``margin`` is the difference the user does not care about.
-
-Why an SPRT and not an anytime-valid confidence sequence: a confidence sequence promises
-more (that ``p`` itself lies on the right side of the interval), so a rate near ``p`` is
-never decided and one 0.1 away takes it many more samples; the SPRT only has to tell
-``p - d`` from ``p + d``, and the user says what ``d`` is. At ``pass_rate=0.8`` and
-``samples=100``, rates 0.1 or more from 0.8 are decided in under half the samples on
-average (``benchmarks/sequential.py`` prints the figures).
-
-When ``high`` is 1 (``pass_rate + margin >= 1``: every sample must pass), one failure decides
-"fail" and a run of passes decides "pass"; ``low`` must stay above 0.
-"""
+"""Sequential sampling: a sampled test stops as soon as its samples decide it (an SPRT)."""
 
 from __future__ import annotations
 

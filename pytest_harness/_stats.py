@@ -1,35 +1,5 @@
-"""Statistics of judges: against labels (accuracy, Cohen's kappa) and among themselves.
-
-Pure functions of pass/fail labels and predictions, with "pass" as the positive class: a
-true positive is an item labelled pass that the judge passed, a false positive one labelled
-fail that it passed. Accuracy is the share of items where prediction and label agree; Cohen's
-kappa corrects that share for the agreement two raters with the same pass rates would reach
-by chance::
-
-    kappa = (observed - expected) / (1 - expected)
-    expected = P(label pass) * P(predicted pass) + P(label fail) * P(predicted fail)
-
-Kappa is undefined (None) when ``expected`` is 1: every label and every prediction is the
-same verdict, so agreement says nothing about the judge.
-
-Among judges: percent agreement in one run (the share of judge pairs that voted alike), and
-across runs Krippendorff's alpha, nominal level, which allows missing values: a judge that
-errors leaves its run with fewer votes than the others. Each run is a unit; a unit with
-``m_u >= 2`` values is pairable (one with fewer is dropped), and its ordered pairs of values
-fill the coincidence matrix, each pair weighted ``1 / (m_u - 1)``::
-
-    o_ck = sum over units u of (ordered pairs (c, k) of values in u) / (m_u - 1)
-    n_c = sum over k of o_ck          n = sum over c of n_c   (the pairable values)
-    alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c * n_k
-
-Alpha is 1 when every unit is unanimous, 0 when the judges agree as often as values drawn
-at random from all of theirs would, below 0 when less. It is undefined (None) with no
-pairable unit or when every pairable value is the same (``sum n_c n_k`` is 0). Its observed
-agreement, ``1 - D_o = 1 - sum_{c != k} o_ck / n``, is the share of pairs that match,
-weighting each unit by its number of values (with as many votes in every run: the mean of
-the runs' percent agreement). Source: Krippendorff, K. (2011), "Computing Krippendorff's
-Alpha-Reliability", University of Pennsylvania, https://repository.upenn.edu/asc_papers/43
-(section C: nominal data, any number of observers, missing data).
+"""Statistics of judges: against labels (accuracy, Cohen's kappa) and among themselves
+(percent agreement, Krippendorff's alpha).
 """
 
 from __future__ import annotations
@@ -123,7 +93,7 @@ def percent_agreement(votes: Sequence[bool]) -> float | None:
 def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
     """Krippendorff's alpha, nominal level, of values grouped by unit (missing values allowed).
 
-    The formula and its source (Krippendorff 2011) are in the module docstring.
+    The formula and its source (Krippendorff 2011): docs/reference/architecture.md.
 
     Args:
         units: each unit's values, however many it got (a run's judge votes); a unit with
@@ -150,7 +120,7 @@ def observed_agreement(units: Sequence[Sequence[Hashable]]) -> float | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Coincidences:
-    """What alpha needs from the coincidence matrix of the pairable units (module docstring).
+    """What alpha needs from the coincidence matrix of the pairable units.
 
     Attributes:
         values: n, the number of pairable values.

@@ -1,39 +1,4 @@
-"""Trajectories: the tool calls an agent made, asserted on and shown as one table.
-
-A trajectory is anything that satisfies ``Trajectory``: its tool calls (``CallRecord``),
-its events, how many model requests it made and a line that says where it comes from.
-Two sources satisfy it:
-
-- an orchestrator ``Run`` (``pytest_harness.orchestrator``): the harness ran the loop;
-- a ``TrafficTrajectory`` (here): the application's own model traffic in a test, as the
-  cassette saw it (recorded or replayed alike), whatever client or agent framework made it.
-  ``harness.trajectory`` builds one from the test's traffic so far.
-
-``Assertions`` gives both the same assertions (``assert_called``, ``assert_not_called``,
-``assert_called_times``, ``assert_order``, ``assert_requests_at_most``), ``calls_of``,
-``tools_called`` and ``table``: each failing assertion prints the trajectory as one table
-(request, tool, arguments, result or error, time).
-
-A traffic trajectory reads each exchange's answer (``_wire.recognise``: text, tool calls)
-and each request (``_wire.read_request``: tools offered, system prompt, messages, tool
-results sent back; the report and a cassette miss read the same). A result answers the call
-whose id it names. Else it answers by its tool's name, as Gemini pairs them, a call the
-model gave no id (Gemini's calls often have none: the result then has none either, or one
-of the client's own, such as pydantic-ai's ``pyd_ai_...``); a result without an id may also
-answer a call whose id no result of the request names. Each request sends the
-conversation's results again, in order: its k-th result answering by an id (by a name)
-answers the k-th call asked before it that this id (that name) may answer. A tool the
-provider ran itself while answering (a hosted tool: OpenAI Responses' web search, MCP...) is
-not one of the application's calls: it is an event of the trajectory (``ProviderToolCall``),
-shown in its table.
-
-Tool calls the application made on an MCP server over HTTP (``_cassettes.mcp.ToolRun``) are
-executions: each is matched to the earliest call the model asked for before it with the same
-name and arguments, not matched yet, and gives that call its ``run`` (the server, the
-result, the error, the time it took). A run no model call asked for (the application called
-the tool on its own) is a call of its own, placed after the model requests that came before
-it (``request`` 0 before any).
-"""
+"""Trajectories: the tool calls an agent made, asserted on and shown as one table."""
 
 from __future__ import annotations
 
@@ -576,7 +541,7 @@ def _answered(
     calls: Sequence[tuple[int, ModelToolCall]], results: Sequence[SentResult]
 ) -> Iterator[tuple[int, SentResult]]:
     """(index of the call, its result) for each result of one request that answers one of
-    the ``calls`` asked before it (the module's docstring says how)."""
+    the ``calls`` asked before it (docs/reference/architecture.md says how)."""
     ids = {call.id for _, call in calls if call.id}
     named: set[str | None] = {r.call_id for r in results if r.call_id in ids}
     seen: Counter[tuple[str, str | None]] = Counter()

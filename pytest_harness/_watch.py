@@ -1,27 +1,4 @@
-"""What one test's HTTP traffic held: misses, bad model responses, its cost, and the budget.
-
-``TrafficWatch`` (below) is the test's watch: every model response the test's HTTP traffic
-holds comes to it (``seen``), the harness's own and the application's. It judges each one:
-the application's under the test's policy, kept and reported when the test ends; the
-seam's own is handed back to the seam, which raises or warns it in the call that got it. It
-counts every response, the harness's as the seam reports it, and keeps an account of the
-application's first calls (``exchange``: what it sent, what came back) for the report.
-
-``Spend`` adds up the model responses of one test: the harness's own calls as the seam
-reports them, the application's as the cassette recognises them in the test's HTTP
-traffic, each with its price. A reply is priced when it is recorded, by litellm's price
-map (``priced``), and its price is kept with its interaction: replay adds up the recorded
-prices and never imports litellm. A model litellm has no price for, and a reply recorded
-before prices were kept, add tokens but no cost; the cost stays None until some call has
-one.
-
-``Budget`` is the gate the cassette calls before any request goes to a real server. Once the
-recorded spend of the test (``harness_max_cost``) or of the whole session
-(``harness_max_session_cost``, summed over xdist workers through a small ledger file) has
-reached its limit, it refuses the request with ``BudgetExceeded``. In replay nothing is sent,
-so nothing is refused, but the recorded costs are added up the same way: the report shows
-what a re-record would cost.
-"""
+"""What one test's HTTP traffic held: misses, bad model responses, its cost, and the budget."""
 
 from __future__ import annotations
 

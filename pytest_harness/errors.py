@@ -1,7 +1,6 @@
-"""Every exception of pytest-harness, in one place.
+"""Every exception of pytest-harness, in one place; each names what went wrong and the fix.
 
-Every error names what went wrong and what to do about it. The tree (a test checks it
-against the classes below)::
+The tree (a test checks it against the classes below)::
 
     HarnessError
     ├── ConfigError (also ValueError)       a wrong option, ini value or marker argument
@@ -39,16 +38,10 @@ against the classes below)::
     ToolArgumentError (a ValueError)        a tool's arguments do not fit it (told to the model)
     StopRun (an Exception)                  raised by a middleware: the run ends, with a reason
 
-``HarnessStop`` errors are raised inside the HTTP transport of whatever client the code
-under test uses. Deriving from ``BaseException`` keeps them out of every ``except
-Exception``: provider SDKs do not retry them (a miss fails in milliseconds, not after
-seconds of backoff) or wrap them, and application fallbacks do not swallow them.
-
-Provider failures (HTTP 429, 500, timeouts, ...) are not wrapped: they reach the caller as
-litellm's own typed exceptions, which carry the provider's message and status code.
-
-Warnings: ``HarnessWarning`` (a ``UserWarning``), raised for degenerate or invalid responses
-when ``harness_degenerate = warn``.
+``HarnessStop`` errors derive from ``BaseException``, so no ``except Exception`` of an SDK
+or an application retries or swallows them. Provider failures (HTTP 429, 500, timeouts)
+are not wrapped: they reach the caller as litellm's own exceptions. ``HarnessWarning`` (a
+``UserWarning``) replaces a response error under ``harness_degenerate = warn``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,6 @@ Called with keyword arguments only. Implement one in a ``conftest.py``::
 
     def pytest_harness_tribunal(item, tribunal, record):
         metrics.append(record)
-
-PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
-it imports it; this module has none, and it is loaded at every start-up.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
-"""A scripted model server on loopback, for tests, in the four wire formats the harness reads.
+"""A scripted model server on loopback, for tests: ``LoopbackServer`` and its ``Reply`` values.
 
-``LoopbackServer`` is a real HTTP server: calls to it go through litellm, the model seam,
-the cassettes and the validator exactly as calls to a provider do. Script it with
-``Reply`` values (plain, streamed, tool calls, think-only, empty, delayed, error status,
-malformed body, a stream cut off mid-way), either queued in order or chosen by a handler
-that reads each request::
+It is a real HTTP server answering in the four wire formats the harness reads (OpenAI Chat
+Completions and Responses, Anthropic Messages, Gemini), so litellm, the official SDKs and
+the agent frameworks run against it unchanged, through the cassettes and the checks::
 
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))
         response = complete("Capital of France?", model=server.model, **server.params)
-
-The same replies answer in the format the request's path asks for, so the official SDKs
-and the agent frameworks built on them run against it unchanged:
-
-- ``POST …/chat/completions``: OpenAI Chat Completions (litellm, ``openai.OpenAI``,
-  pydantic-ai's ``OpenAIChatModel``); base URL ``server.url``.
-- ``POST …/responses``: OpenAI Responses (``client.responses``, openai-agents' default
-  model); base URL ``server.url``.
-- ``POST …/v1/messages``: Anthropic Messages (``anthropic.Anthropic(base_url=server.root)``).
-- ``POST …/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``: Gemini
-  (``google.genai.Client(http_options={"base_url": server.root})``).
-
-A request's body is streamed back when it says ``"stream": true`` (Gemini: when its path
-says ``:streamGenerateContent``). ``server.requests`` holds the request bodies and
-``server.paths`` their paths, in arrival order. Ids and timestamps are fixed: the same
-requests get the same bytes, run after run.
-
-Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -523,13 +503,27 @@ def _error_body(api: str, reply: Reply) -> dict[str, Any]:
 class LoopbackServer:
     """A threaded model server on 127.0.0.1 and a free port, in four wire formats.
 
-    It answers OpenAI Chat Completions and Responses under ``url``, Anthropic Messages and
-    Gemini generateContent under ``root``, each in the format its path asks for.
+    Script it with ``Reply`` values (plain, streamed, tool calls, think-only, empty, delayed,
+    an error status, a malformed body, a stream cut off), queued in order (``queue``) or
+    chosen by a handler that reads each request. The same replies answer in the format the
+    request's path asks for:
+
+    - ``POST …/chat/completions``: OpenAI Chat Completions (litellm, ``openai.OpenAI``,
+      pydantic-ai's ``OpenAIChatModel``); base URL ``url``.
+    - ``POST …/responses``: OpenAI Responses (``client.responses``, openai-agents' default
+      model); base URL ``url``.
+    - ``POST …/v1/messages``: Anthropic Messages (``anthropic.Anthropic(base_url=root)``).
+    - ``POST …/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``:
+      Gemini (``google.genai.Client(http_options={"base_url": root})``).
+
+    A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
+    ``:streamGenerateContent``). Ids and timestamps are fixed: the same requests get the same
+    bytes, run after run.
 
     Attributes:
-        requests: every request body received, in arrival order.
-        paths: the path (and query) of each of those requests, in the same order.
-        handler: chooses the reply; by default the next queued reply, else ``Reply()``.
+        requests: Every request body received, in arrival order.
+        paths: The path (and query) of each of those requests, in the same order.
+        handler: Chooses the reply; by default the next queued reply, else ``Reply()``.
     """
 
     def __init__(self, handler: ReplyHandler | None = None) -> None:

@@ -1,39 +1,5 @@
-"""The embedded model's endpoint for any client: OpenAI Chat Completions, made faithful.
-
-llama-cpp-python's server speaks an OpenAI-like dialect with gaps: its ``gemma`` chat format
-drops system messages, it answers OpenAI's ``json_schema`` response format with a 500, it
-makes no tool calls, and a request it cannot serve is a 500 (which SDKs retry). The harness
-mends these for its own calls (``route.make_route``); this endpoint mends them for the
-application's, so code written for OpenAI runs against the embedded model unchanged.
-
-It is a small HTTP server in its own process (``python -m pytest_harness._local.endpoint
-UPSTREAM PORT``), in front of the llama.cpp server: its own process, so that the cassette's
-patches of the test process never see its requests upstream. ``POST /v1/chat/completions``:
-
-* system (and developer) messages are folded into the first user turn, as Gemma's own chat
-  template does (the text, a blank line, the user's text);
-* ``response_format`` ``json_schema`` becomes the server's ``json_object`` with the schema,
-  which it enforces by grammar; ``json_object`` and ``text`` pass;
-* tools become a prompt and a JSON grammar (as for the harness's agents), and the reply is
-  sent back as OpenAI ``tool_calls`` (streamed as chunks when the client streams); tool
-  turns become plain ones, also in a request that offers no tools (``route.offer``);
-* a schema is bounded before it becomes a grammar, and a request without ``max_tokens``
-  gets what the schema's longest reply takes, else ``route.DEFAULT_MAX_TOKENS``
-  (``route.limited``); the reply names the embedded model (``MODEL_NAME``);
-* ``max_completion_tokens`` is sent as ``max_tokens``; ``temperature`` 0 and ``seed`` 42
-  are the defaults, so a recording can be made again with the same answers; while a
-  sampled test runs, its sample's (``route.defaults``), which the test process tells the
-  endpoint with ``POST /harness/sample`` ``{"sample": n}`` (``null``: no sample runs);
-* what the model cannot do (images or audio, ``n`` above 1, a tool that is not a function,
-  another response format) is a 400 naming it, and so is any request the server refuses:
-  its 500 becomes a 400 with its message. The Responses API (``/v1/responses``) and
-  Anthropic's ``/v1/messages`` are a 400 that says to use Chat Completions.
-
-Other paths (``GET /v1/models``, ``/v1/completions``) pass through, server refusals as 400s.
-A server that does not answer is a 502 when it is gone, a 504 when it is alive but busy
-past ``_UPSTREAM_TIMEOUT``.
-Only the standard library, ``route``, ``server`` and ``install`` (standard library too) are
-imported.
+"""The embedded model's endpoint for the application's calls: OpenAI Chat Completions, made
+faithful (run as ``python -m pytest_harness._local.endpoint UPSTREAM PORT``).
 """
 
 from __future__ import annotations

@@ -1,44 +1,4 @@
-"""A JSON schema bounded before llama.cpp makes a grammar of it, and the tokens it needs.
-
-llama-cpp-python's server turns a schema into a grammar (its ``llama_grammar`` converter),
-and the grammar is all that holds a 270M base model to it. The converter honours
-``maxLength``, ``maxItems``, ``enum`` and ``const``, but not ``minimum``/``maximum`` (a judge
-asked for a score of 1 to 5 answered 100, and 5000000000000000), and a string or an array
-without a bound lets the model write until the context is full. ``bound`` rewrites the
-schema into one whose every reply is bounded, within the input's own bounds:
-
-* a string becomes the pattern ``^[^"\\\\\\x00-\\x1f]{min,max}$``: at most ``STRING_LENGTH``
-  characters when the schema sets no ``maxLength`` (its own otherwise), and no quote,
-  backslash or control character, so every reply is JSON that a strict parser reads (the
-  converter's own string lets a raw newline through); a ``format`` the converter knows
-  (date, time, date-time, uuid) keeps its grammar, and a ``pattern`` of the schema's own is
-  kept as it is (its length is not known: see ``tokens``);
-* an integer or a number with a ``minimum`` or a ``maximum`` becomes an ``enum`` of values
-  within them (``_values``): every integer of a range of at most 101, else the round ones
-  (1, 2 and 5 times a power of ten) and the bounds; a number of a finite range, a grid of
-  at most about 20 steps with the bounds; ``multipleOf`` filters them;
-* an array gets ``maxItems`` ``ARRAY_ITEMS`` (or its ``minItems``, when larger) unless it
-  has its own; ``prefixItems`` makes a tuple;
-* an object offers its declared properties only (``additionalProperties: false``): the
-  converter cannot bound how many other keys, or how long their names, a reply writes; a
-  required key that no property declares is declared, from ``additionalProperties``;
-* ``enum`` and ``const`` are kept; ``$ref`` (within the schema) is inlined, ``allOf`` and the
-  schema beside ``anyOf``/``oneOf`` or ``$ref`` are merged in (the tighter bound of the two
-  wins), and a ``type`` list becomes an ``anyOf``: the converter reads none of them right;
-* a value the schema leaves free (``{}``, ``true``) becomes a short string, a number, a
-  boolean or null.
-
-``Bounded.tokens`` is the largest reply the bounded schema's grammar allows, in bytes of
-UTF-8 (with one for the end of the reply): no token is shorter than a byte, so a reply
-given that many tokens is never cut off. The grammar allows one space around each value,
-and a string's character may take 4 bytes; a 270M model writes far less (3 to 4
-characters a token), and stops where the grammar ends. It is None when some part stays
-unbounded (a ``pattern`` of the schema's own): the caller's default applies.
-
-A schema this cannot read (not JSON Schema, a ``$ref`` to another document or to itself,
-nothing that could match) is passed as it is, with ``tokens`` None; llama.cpp says what it
-refuses. Only the standard library is imported here.
-"""
+"""A JSON schema bounded before llama.cpp makes a grammar of it, and the tokens it needs."""
 
 from __future__ import annotations
 

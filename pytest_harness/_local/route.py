@@ -1,47 +1,5 @@
-"""The embedded model's route: ``model="local"`` calls go to a llama.cpp server on loopback.
-
-``--harness-model=local`` (or ``model="local"``) sends a call to the embedded model, so
-anyone can record cassettes without an API key. ``LocalRoute`` is the call hook the plugin
-installs: in live runs it starts the server (once per process, on the first call) and hands
-the call's litellm kwargs to ``make_route``, which points litellm's OpenAI route at the
-server and works around what this server and model do differently from OpenAI:
-
-* ``response_format={"type": "json_schema", "json_schema": {"schema": ...}}`` is refused
-  with HTTP 500 ("Input should be 'text' or 'json_object'"); the server takes
-  ``{"type": "json_object", "schema": ...}`` instead and enforces the schema by grammar.
-* its ``gemma`` chat format silently drops system messages (and any content that is not a
-  string), so system text is folded into the first user turn.
-* a 500 from llama.cpp is a bad request, never a transient fault: retries are turned off.
-* the model makes no tool calls of its own: offered tools become a prompt and a grammar
-  (below), and the seam reads the JSON reply back into ``tool_calls``; each tool is offered
-  until the conversation has called it since the user last spoke, so an agent ends.
-* a reply is bounded: a schema is bounded before it becomes a grammar (``grammar.bound``),
-  and a request without ``max_tokens`` gets what the schema's longest reply takes, else
-  ``DEFAULT_MAX_TOKENS`` (``limited``); a judge may note a narrower form for its reply
-  (``SCHEMA_NOTE``, ``GRAMMAR_NOTE``).
-* ``temperature=0`` and ``seed=42`` by default, so a recording can be made again. The
-  server honours a request's seed, but a sampled answer (temperature above 0) repeats only
-  from the same server state: llama.cpp reuses the cached prefix of the previous prompt,
-  and a prompt evaluated in part gives slightly different logits.
-* in sample n of a sampled test (``samples=N``) the defaults are ``temperature=0.8`` and
-  ``seed=42+n`` (``defaults``): each sample is a sample, not a copy of the first, and a
-  re-recording asks what the recording asked. The test tells its route (``LocalRoute.sample``)
-  and its endpoint (``sampling``) which sample runs. A value the caller sets wins.
-
-Replay needs no server: cassettes are matched with loopback hosts stripped of their port,
-so calls aimed at ``REPLAY_BASE`` (an address nothing listens on: vcrpy answers before any
-connection is made) replay what was recorded from whichever port the real server had.
-
-When the live server dies (a llama.cpp build this CPU cannot run dies on its first token),
-every call that reaches it, and every later one, raises the ``LocalModelError`` saying how it
-died, instead of a connection error after retries; a test whose application lost the server
-(an SDK call, not the harness's) reports that error first (``death_news``).
-
-Only the standard library is imported here: the server and install modules are imported
-when a live call first needs the server.
-
-The embedded model's tool calls are made here too: tools become a prompt and a JSON
-grammar, and the reply is read back into ``tool_calls``.
+"""The embedded model's route: ``model="local"`` calls go to the llama.cpp server, mended
+where it differs from OpenAI (system messages, schemas, tool calls, limits).
 """
 
 from __future__ import annotations

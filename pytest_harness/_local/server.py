@@ -1,22 +1,4 @@
-"""The llama.cpp server of the embedded model, as a subprocess on 127.0.0.1.
-
-It serves the GGUF of ``install.model_file()`` under the name ``MODEL_NAME`` (given with
-``--model_alias``: otherwise the server reports the GGUF path, which differs between
-machines) and answers any model name with its one model. It ignores ``stream_options``: a
-stream's token counts are litellm's estimate. It is a base model of 270M parameters: quick
-(1-2.5 s for 50 tokens on 2 CPU cores) and not clever (it often starts by repeating the
-prompt). It serves one request at a time; concurrent calls queue. No tool calling.
-
-Beside it runs the endpoint the application's calls go to (``endpoint``, its own small
-process on another loopback port, ``app_url``): OpenAI Chat Completions made faithful
-(system messages, ``json_schema``, tool calls, refusals as 400s). The harness's own calls go
-to the server directly (``base_url``), mended by ``route.make_route``.
-
-When the server dies (at start, or mid-run: a llama.cpp built for instructions this CPU
-refuses dies on its first token), ``failure()`` says how (the signal or exit code), with the
-last lines of its log and what to do, as a ``LocalModelError``: the route raises it instead
-of the connection error the call met.
-"""
+"""The llama.cpp server of the embedded model, as a subprocess on 127.0.0.1."""
 
 from __future__ import annotations
 

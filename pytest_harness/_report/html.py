@@ -1,11 +1,4 @@
-"""The session's report as one self-contained HTML page (``--harness-report=PATH.html``).
-
-Its sections: the conflicts between merged reports (``merge``), the model matrix (a
-column per model, their answers side by side), tribunal runs (beside each, its test's
-outcome), agreement, sampled tests, dataset gates, calibrations, drift, agent runs
-(question, steps, answer), the application's model calls (messages sent, response),
-simulated conversations, usage, each built from ``markup``'s escaped blocks.
-"""
+"""The session's report as one self-contained HTML page (``--harness-report=PATH.html``)."""
 
 from __future__ import annotations
 

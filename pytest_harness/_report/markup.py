@@ -1,11 +1,4 @@
-"""The HTML report's building blocks: escaped text, elements, tables, folded values.
-
-Everything in a report comes from tests and models, and model text can hold ``<script>``:
-so markup has its own type, markupsafe's ``Markup``: text that is HTML already, made only
-here (``text`` escapes a value into it, ``element`` and ``join`` build from it); anything
-else given as content, a record's string included, is escaped on the way in. A section
-cannot inject a value into the page by forgetting to escape it.
-"""
+"""The HTML report's building blocks: escaped text, elements, tables, folded values."""
 
 from __future__ import annotations
 

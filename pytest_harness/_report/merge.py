@@ -1,37 +1,4 @@
-"""Merging the JSON reports of several pytest runs (CI shards, machines) into one report.
-
-``python -m pytest_harness merge a.json b.json --output all.json`` (``__main__``) reads each
-report (``load``), merges them (``merge``) and writes the result (``write``) as JSON (the
-shape ``--harness-report=x.json`` writes, so it can be merged again), HTML (the same page)
-or JUnit XML (the properties the plugin gives each test case).
-
-What is merged how, test by test (a test is its node id; its records are every section's
-records naming it, and its entry in ``tests``):
-
-- a test in one report only: copied as it is;
-- the same test in several reports with the same records and outcome (wall times aside,
-  ``time`` and ``latency_s`` at any depth: they measure the run, not its result): kept
-  once. A sampled test replayed
-  from the same cassette in two jobs is such a duplicate, and counting its samples twice
-  would claim evidence the runs do not have;
-- a sampled test whose records differ (each report ran some of its samples, with the same
-  ``pass_rate``, ``confidence`` and sequential settings): pooled. ``samples``, ``ran`` and
-  ``passes`` are added, each failure keeps its number and names its report, and the rate,
-  the Wilson interval at the record's confidence and pass^k are computed again from the
-  pooled counts (never averaged). A fixed-N test passes when the pooled passes reach the
-  required share of the pooled samples; a sequential one is decided again by its SPRT on
-  the pooled counts (``inconclusive`` when they do not decide it). Its other records are
-  kept, each naming its report; its usage records are added into one;
-- any other difference (a plain test passed in one job and failed in another, or its
-  records differ): a conflict. Every version is kept, each record and ``tests`` entry
-  naming its report (``"report"``), and the conflict is listed under ``conflicts`` (which
-  test, which reports, what differs). The command warns, and fails only with ``--strict``.
-
-The tribunals' ``agreement`` table is computed again from the pooled tribunal records, by
-the function the session report uses. Dataset gates (``datasets``) are computed again from
-the union of their cases' results (``_gate.pool``): a case two reports both ran counts
-once; with different results, it is a conflict and the first report's result is kept.
-"""
+"""Merging the JSON reports of several pytest runs (CI shards, machines) into one report."""
 
 from __future__ import annotations
 

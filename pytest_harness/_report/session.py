@@ -1,11 +1,4 @@
-"""The session's report: every test's harness records, as terminal tables, JSON or HTML.
-
-Agents at work (orchestrator runs, the application's own tool-calling traffic, simulated
-conversations) become report rows here: each is
-a JUnit property of its test (JSON, read back by the session report), a row of a
-terminal table at the end of the session, and an entry of the JSON report (``runs``,
-``transcripts``).
-"""
+"""The session's report: every test's harness records, as terminal tables, JSON or HTML."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""What tribunals report: the failure message, per-run records, the session's tables.
-
-A record is the plain-data (JSON) account of one tribunal run in one test. The plugin stores
-each record in the test's ``user_properties``: pytest-xdist sends those from the workers to
-the controller and JUnit XML writes them, so one mechanism serves the session table, the
-JSON and HTML reports (``session_report``) and the JUnit properties, with or without workers.
-"""
+"""What tribunals report: the failure message, per-run records, the session's tables."""
 
 from __future__ import annotations
 

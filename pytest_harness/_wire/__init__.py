@@ -1,45 +1,4 @@
-"""The four wire formats of model traffic: which interaction is a model reply, and what it says.
-
-One module per format reads its requests, replies and streams, with the same three readers
-(``read_request(data) -> Asked``, ``read_reply(value) -> Found | None``,
-``read_events(events) -> Found | None``):
-
-- ``chat``: OpenAI Chat Completions and the providers compatible with it (``openai.chat``);
-  also how the model seam reads litellm's output;
-- ``responses``: OpenAI Responses (``openai.responses``);
-- ``anthropic``: Anthropic Messages (``anthropic.messages``);
-- ``gemini``: Gemini generateContent and streamGenerateContent (``gemini.generate``);
-
-and ``sse`` is the one reader of server-sent events. This module recognises a reply and
-hands it to its format's reader, and a request to its format's (``read_request``).
-Recognition, the traffic checks, usage and cost, the report, cassette-miss messages,
-trajectories and the seam's replay all read through here, and a recorded reply is read
-once: ``Recognised`` keeps the response and the parsed body.
-
-``recognise`` reads one interaction (request URL and body, response status, headers, body)
-and, when it holds a successful reply of a known API, plain or streamed, returns the API, the
-provider and model (for price look-ups) and its ``ModelResponse``. It goes by the body's
-shape; the URL only names a Gemini model. A cut-off stream is recognised as
-``interrupted``, an empty reply as empty, a refusal or a blocked prompt with its ``refusal``
-(the caller judges them). A background Responses reply polled before it finished is no
-reply yet: None. Anything else is None: an error status or body, embeddings, a model list,
-malformed JSON or SSE, a field of the wrong type. It never raises, never prices (``cost``
-None), never times (``latency_s`` 0).
-
-A chat stream that sent its ``data: [DONE]`` was not cut off, with a finish reason or
-without one; one that sent an error chunk failed: interrupted, its error as ``refusal``.
-
-``read_request`` reads the other side: what a request asks (``Asked``), one value for the
-report, a cassette miss and a trajectory, so they agree. Its message count is the number of
-messages (input items, contents) sent, those without text too; the report and a miss show
-such a turn as ``NO_TEXT``. Its system prompt is read one way per format: Chat's system and
-developer messages, Responses' ``instructions`` and system or developer input items,
-Anthropic's ``system``, Gemini's ``systemInstruction``; thought parts are never text.
-
-The package imports the standard library, ``pytest_harness._response`` and
-``pytest_harness.errors`` only (no vcrpy, litellm or httpx): it runs on every recorded or
-replayed interaction.
-"""
+"""The wire formats of model traffic: which interaction is a model reply, and what it says."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Typed reads of untrusted JSON: a value is read only when it has the expected type.
-
-Every reader of recorded traffic (the four wire formats, MCP's JSON-RPC) reads bodies a
-provider, a proxy or a hand-edited cassette wrote, so none of them trusts a field's type:
-a field of another type reads as empty, never as an error. ``decode`` and ``loads`` turn a
-recorded body into text and its JSON value the same way, returning None instead of raising.
-"""
+"""Typed reads of untrusted JSON: a value is read only when it has the expected type."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""What the format readers read into, and the small builders they share.
-
-A reply is read into a ``Found`` (the API, its ``ModelResponse``, the model its body names);
-a request into an ``Asked`` (its turns, tools, instructions and tool results), the one value
-the report, a cassette miss and a trajectory read. The builders here turn a format's raw
-values (a tool call's arguments as text or as an object, token counts of any type, a part's
-text) into those values, the same way for every format.
-"""
+"""What the format readers read into (``Found``, ``Asked``), and the small builders they share."""
 
 from __future__ import annotations
 

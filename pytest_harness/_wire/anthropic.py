@@ -1,10 +1,4 @@
-"""Anthropic Messages (``/v1/messages``): its requests, replies and streams.
-
-A reply is a message: content blocks (text, thinking, tool_use), a stop reason and a usage
-block whose prompt tokens are split three ways (uncached input, read from the cache, written
-to it). A stream builds the message up from its events (``message_start``, content blocks
-and their deltas, ``message_delta``); without ``message_stop`` it was interrupted.
-"""
+"""Anthropic Messages (``/v1/messages``): its requests, replies and streams."""
 
 from __future__ import annotations
 

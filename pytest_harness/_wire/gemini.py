@@ -1,11 +1,4 @@
-"""Gemini ``generateContent`` and ``streamGenerateContent``: requests, replies and streams.
-
-A reply is a response: candidates (the first one read: its parts, text, thought text,
-function calls and media, and its finish reason), usage metadata, or only the feedback of a
-blocked prompt. A stream is the same responses one after another, as a JSON array or as server-sent
-events, added up; without a finish reason (or a blocked prompt) it was interrupted. The
-model is named by the response's ``modelVersion``, else by the URL (``model_in_url``).
-"""
+"""Gemini ``generateContent`` and ``streamGenerateContent``: requests, replies and streams."""
 
 from __future__ import annotations
 

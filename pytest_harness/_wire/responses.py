@@ -1,15 +1,4 @@
-"""OpenAI Responses (``/v1/responses``): its requests, replies and streams.
-
-A reply is a response object: output items (messages, reasoning, tool calls of every kind),
-a status and a usage block. A tool-call item is the application's to run (``function_call``,
-``custom_tool_call``...: a tool call, and ``tool_calls`` its finish reason) or one the provider
-ran itself (a hosted tool: ``web_search_call``, ``mcp_call``...: a provider tool call, listed
-apart, and the reply finishes ``stop`` when it holds no call of the application's); ``_runner``
-tells them apart. A stream's final event (``response.completed``, ``.incomplete``,
-``.failed``) carries the whole response; a stream cut before it is read from its deltas and
-finished items, as interrupted. A background response polled before it finished (status
-``queued`` or ``in_progress``) is no reply yet.
-"""
+"""OpenAI Responses (``/v1/responses``): its requests, replies and streams."""
 
 from __future__ import annotations
 

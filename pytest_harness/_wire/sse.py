@@ -1,14 +1,4 @@
-"""Server-sent events: the one reader of an SSE body, for every stream the harness reads.
-
-Model streams (recognition), MCP's streamed answers (``_cassettes.mcp``) and a cassette's
-stored event lists (``_cassettes.bodies``, which writes the events back and keeps the list
-only when that gives the same bytes) all read an SSE body here. A model stream is read with
-its end: OpenAI's ``data: [DONE]`` is kept as the event ``(DONE, {})`` (``stream_events``),
-so that a reader tells a stream that came to its end from one cut off. ``parse`` follows the
-specification's field rules: lines split at CR, LF or CRLF; a blank line ends an event;
-``event:`` names it, ``data:`` lines add to its data (one space after the colon dropped);
-comments (``:``), ``id`` and ``retry`` are read past; an event without data is no event.
-"""
+"""Server-sent events: the one reader of an SSE body, for every stream the harness reads."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Judge calibration: a tribunal scored against people's labels, with bias probes.
 
-``calibrate(Tribunal, "labels.jsonl")`` asks the tribunal about every labelled item and
-scores each judge and the panel against the labels (accuracy, Cohen's kappa), measures how
-the judges agree (Krippendorff's alpha), then re-asks with bias probes (``Examples``,
-``Position``, ``Padding``, a ``Perturbation`` of your own, or any ``Probe``) that must not
-move a fair verdict. ``assert_calibrated`` fails the test below ``min_accuracy`` /
-``min_kappa`` or when a probe flags a judge.
+``calibrate(Tribunal, "labels.jsonl")`` scores each judge and the panel against the labels
+(accuracy, Cohen's kappa), measures how the judges agree (Krippendorff's alpha) and re-asks
+with bias probes that must not move a fair verdict; ``assert_calibrated`` fails the test
+below ``min_accuracy`` / ``min_kappa`` or when a probe flags a judge.
 """
 
 from __future__ import annotations

@@ -1,29 +1,4 @@
-"""Running a calibration: a tribunal over every labelled item, then each bias probe.
-
-For each item the tribunal class is built with the item's input and context and run; the
-panel's prediction is its verdict, each judge's its vote. A judge that fails on an item has
-no vote there; a panel that fails (every judge failed, or more than its ``may_fail``) has no
-verdict. Either is left out of that judge's (or the panel's) scores, and listed. Errors of
-the test's set-up (a cassette miss, a blocked connection, a configuration mistake, the
-embedded model) end the calibration at once, as they end a tribunal.
-
-The panel runs with ``may_fail=None`` and the class's own ``may_fail`` is applied here, so
-a judge's vote counts even on an item where another judge's failure cost the panel its
-verdict.
-
-Concurrency: ``concurrency`` items (default ``CONCURRENCY``, 8) run at a time, each panel's
-judges concurrently as in any tribunal. Replay stays deterministic: a cassette answers
-identical requests in recorded order, and the only requests that can be identical are those
-of items with the same input and context (or, under a probe, the same judge, perturbed input
-and context); such items run one after another in set order, in recording and replay alike.
-The probes run after the panels, one probe at a time, under the same rule.
-
-The tribunals run here do not report one by one (a calibration of 200 items is one report
-row, not 200): they run with every listener of the test's scope except for the
-``"tribunal"`` topic, and the finished calibration is emitted once, as ``"calibration"``.
-
-Here too: one panel run read per judge (``ask``), and ``assert_calibrated``.
-"""
+"""Running a calibration: a tribunal over every labelled item, then each bias probe."""
 
 from __future__ import annotations
 
@@ -100,7 +75,8 @@ async def acalibrate(
         probes: probe names (``examples``, ``position``, ``padding``) or instances.
         max_flip_rate: a judge flipping on more than this share of items is flagged.
         base: the folder a relative path is read from.
-        concurrency: items run at a time (see the module docstring).
+        concurrency: items run at a time (default 8); items whose requests could be
+            identical run one after another, so a cassette replays them in order.
         min_accuracy / min_kappa: thresholds for the panel, kept in the result (its
             ``failures()`` and record); calibrating never fails on them by itself
             (``assert_calibrated`` does).

@@ -1,21 +1,4 @@
-"""Labelled sets: the inputs a tribunal is calibrated on, each with the verdict people expect.
-
-``load(source)`` reads a JSONL, CSV or YAML file or a Python list into ``Labelled`` items
-(the files as datasets are read, ``pytest_harness._rows``):
-
-- JSONL: one object per line (blank lines skipped), ``{"input": ..., "label": ...}`` with an
-  optional ``"id"`` and ``"context"`` (an object); any other key joins the context, as an
-  extra CSV column does.
-- CSV (with a header row): columns ``input`` and ``label``, optional ``id``; every other
-  column goes into the context.
-- YAML: a list of mappings shaped like a JSONL line.
-- a list of mappings shaped like a JSONL line, or of ``(input, label)`` pairs.
-
-A label is True (the verdict should pass) or False: ``true``/``false``, ``1``/``0``, or one of
-the words in ``PASS_WORDS`` / ``FAIL_WORDS`` (any case). An item without an id is called
-``line N`` (its line in the file) or ``item N`` (its index in the list). Anything wrong is a
-``LabelError`` naming the file and line (or the item) and saying what to write instead.
-"""
+"""Labelled sets: the inputs a tribunal is calibrated on, each with the verdict people expect."""
 
 from __future__ import annotations
 
@@ -95,7 +78,7 @@ def source_name(source: Any) -> str | None:
 
 
 def parse_label(value: Any, where: str) -> bool:
-    """A label as a bool (see the module docstring for what is accepted)."""
+    """A label as a bool: True/False, 1/0, or one of ``PASS_WORDS`` / ``FAIL_WORDS``."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):

@@ -1,22 +1,4 @@
-"""Bias probes: re-ask a judge with a change that must not move a fair verdict.
-
-A probe takes one judge and one labelled item, changes the judge or the input, and says
-what the perturbed vote should be given the original one. The calibration runs the judge
-alone on the changed question (a one-judge panel of the same tribunal class, so the
-tribunal's evaluator reads the vote) and counts a flip whenever the new vote is not the
-expected one. The three built in:
-
-- ``"examples"`` (``Examples``): the judge's few-shot examples in reverse order (Agent
-  judges with two or more ``examples``). The verdict should stay the same.
-- ``"position"`` (``Position``): the two candidates of a pairwise item swapped (an input
-  mapping with ``candidates``, a list of exactly two). A pass means "the first candidate is
-  better", so a fair judge's vote inverts; one that votes the same follows the position.
-- ``"padding"`` (``Padding``): neutral filler appended to the judged text (a string input,
-  or each string value or string candidate of a mapping input). The verdict should stay.
-
-Write your own by subclassing ``Perturbation`` (identity by default) and overriding what
-it changes; pass it as an instance in ``probes=[...]``.
-"""
+"""Bias probes: re-ask a judge with a change that must not move a fair verdict."""
 
 from __future__ import annotations
 

@@ -1,39 +1,4 @@
-"""A calibration's result: scores against the labels, agreement, probes, failures, record.
-
-``Calibration.record(test)`` is the JSON-ready account the report keeps (a JUnit property,
-the session table, the JSON and HTML reports)::
-
-    {
-      "test": "tests/test_judges.py::test_quality", "tribunal": "Quality",
-      "source": "labels/quality.jsonl",            # None for a Python list
-      "items": 200,                                 # labelled items
-      "panel": {
-        "accuracy": 0.9, "kappa": 0.78,             # None when undefined
-        "confusion": {"pass": {"pass": 57, "fail": 3}, "fail": {"pass": 17, "fail": 123}},
-        "scored": 200,                              # items with a verdict
-        "no_verdict": ["line 7"],                   # ids of items without one
-        "errors": {"line 7": "AllAgentsFailed: ..."}
-      },
-      "judges": [{"judge": "Lenient", ...the panel's fields...}, ...],   # panel order
-      "agreement": {"percent_agreement": 86.7, "krippendorff_alpha": 0.61, "items": 200},
-      "probes": [{"judge": "Lenient", "probe": "position", "flips": 9, "applicable": 40,
-                  "rate": 0.225, "flagged": true, "items": ["pair-3", ...]}],
-      "flagged": ["Lenient"],
-      "max_flip_rate": 0.1,
-      "min_accuracy": 0.8, "min_kappa": null,      # the thresholds it was run with
-      "failures": ["the panel's accuracy 0.750 is below min_accuracy=0.8 (...)"],
-      "outcome": "fail"                             # "pass" when there are no failures
-    }
-
-``confusion`` maps the label, then the prediction, to a count ("pass" is positive: TP is
-``["pass"]["pass"]``, FN ``["pass"]["fail"]``, FP ``["fail"]["pass"]``, TN
-``["fail"]["fail"]``). Accuracy and rates are shares (0 to 1); ``percent_agreement`` is a
-percentage, as in the tribunals' agreement table, and like it the observed agreement of
-Krippendorff's alpha (Krippendorff 2011, nominal). Judges are named by their agent's name,
-``#2``, ``#3`` added when a name repeats in the panel.
-
-The figures (``Score``, ``Agreement``, ``ProbeResult``) are here too.
-"""
+"""A calibration's result: scores against the labels, agreement, probes, failures, record."""
 
 from __future__ import annotations
 
@@ -59,7 +24,7 @@ _INVARIANT = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Calibration:
-    """A tribunal run over a labelled set: see the module docstring for the record.
+    """A tribunal run over a labelled set, scored; ``record`` is its account in the report.
 
     Attributes:
         tribunal: the tribunal's name.
@@ -112,7 +77,37 @@ class Calibration:
         return found
 
     def record(self, test: str | None) -> dict[str, Any]:
-        """The JSON-ready account of this calibration in ``test`` (shape: module docstring)."""
+        """The JSON-ready account of this calibration in ``test``; the report keeps it::
+
+            {
+              "test": "tests/test_judges.py::test_quality", "tribunal": "Quality",
+              "source": "labels/quality.jsonl",            # None for a Python list
+              "items": 200,                                 # labelled items
+              "panel": {
+                "accuracy": 0.9, "kappa": 0.78,             # None when undefined
+                "confusion": {"pass": {"pass": 57, "fail": 3}, "fail": {"pass": 17, "fail": 123}},
+                "scored": 200,                              # items with a verdict
+                "no_verdict": ["line 7"],                   # ids of items without one
+                "errors": {"line 7": "AllAgentsFailed: ..."}
+              },
+              "judges": [{"judge": "Lenient", ...the panel's fields...}, ...],   # panel order
+              "agreement": {"percent_agreement": 86.7, "krippendorff_alpha": 0.61, "items": 200},
+              "probes": [{"judge": "Lenient", "probe": "position", "flips": 9, "applicable": 40,
+                          "rate": 0.225, "flagged": true, "items": ["pair-3", ...]}],
+              "flagged": ["Lenient"],
+              "max_flip_rate": 0.1,
+              "min_accuracy": 0.8, "min_kappa": null,      # the thresholds it was run with
+              "failures": ["the panel's accuracy 0.750 is below min_accuracy=0.8 (...)"],
+              "outcome": "fail"                             # "pass" when there are no failures
+            }
+
+        ``confusion`` maps the label, then the prediction, to a count ("pass" is positive: TP is
+        ``["pass"]["pass"]``, FN ``["pass"]["fail"]``, FP ``["fail"]["pass"]``, TN
+        ``["fail"]["fail"]``). Accuracy and rates are shares (0 to 1); ``percent_agreement`` is a
+        percentage, as in the tribunals' agreement table, and like it the observed agreement of
+        Krippendorff's alpha (Krippendorff 2011, nominal). Judges are named by their agent's name,
+        ``#2``, ``#3`` added when a name repeats in the panel.
+        """
         failures = self.failures()
         return {
             "test": test,

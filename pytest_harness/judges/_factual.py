@@ -1,18 +1,4 @@
-"""FactualAgreement: an answer's facts compared with a reference answer's.
-
-The OpenAI evals model-graded ``fact`` spec (``evals/registry/modelgraded/fact.yaml``,
-https://github.com/openai/evals) shows the question, the expert answer and the submission,
-and asks which case applies: (A) the submission is a subset of the expert answer and
-consistent with it, (B) a superset and consistent, (C) the same details, (D) a
-disagreement, (E) different, but not in a way that matters for factuality. It is run as
-evals' ``cot_classify``: reasoning first, then the letter alone on the last line (evals'
-``ANSWER_PROMPTS["cot_classify"]``); the letter is read from the last line back, as evals'
-``get_choice`` reads it.
-
-The fact spec gives no scores; promptfoo's ``factuality`` assertion, built on the same
-prompt, passes A, B, C and E and fails D. Those are ``choice_scores``' defaults (1 for
-A, B, C, E; 0 for D) with a threshold of 1.
-"""
+"""FactualAgreement: an answer's facts compared with a reference answer's (OpenAI evals)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
-"""Judge: an Agent whose reply is read into a score and a reason, and passes by a threshold.
-
-Every ready-made judge of ``pytest_harness.judges`` is a ``Judge``. Its ``processed`` reply
-is a plain dict::
-
-    {"score": 4.0, "reason": "...", "passed": True, "threshold": 3.0, ...details}
-
-``passed`` is ``score >= threshold``. A tribunal's default evaluator reads ``passed`` (the
-first vote field it knows), and the panel keeps ``score`` and ``threshold`` in each
-``Vote``, so verdict drift can tell a score that moved toward its threshold.
-
-What a judge's prompt needs beyond the judged text (the question, the retrieved context,
-the reference answer, the expected call) comes from the ``context`` mapping; a missing fact
-is a ``ConfigError`` naming the key to pass. Each judge ships a small hand-labelled set
-(``labelled_set``) in the format ``pytest_harness.calibration`` reads.
-"""
+"""Judge: an Agent whose reply is read into a score and a reason, and passes by a threshold."""
 
 from __future__ import annotations
 

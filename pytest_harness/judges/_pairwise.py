@@ -1,16 +1,4 @@
-"""Pairwise: which of two answers to a question is better (MT-Bench's pairwise judge).
-
-Zheng et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena" (NeurIPS 2023
-Datasets and Benchmarks, https://arxiv.org/abs/2306.05685), figure 5 and FastChat's
-``fastchat/llm_judge/data/judge_prompts.jsonl``: the system prompt ``pair-v2`` (with a
-reference answer, ``pair-math-v1``), the question and the two answers between
-``[The Start of Assistant A's Answer]`` markers; the judge explains, then gives its verdict
-as ``[[A]]``, ``[[B]]`` or ``[[C]]`` (a tie), read as FastChat reads it.
-
-The input is ``{"candidates": [first, second]}``, the shape the calibration's ``position``
-probe swaps: the first candidate is assistant A. A pass means the first is better, so
-the position probe expects a fair judge's vote to invert when the two are swapped.
-"""
+"""Pairwise: which of two answers to a question is better (MT-Bench's pairwise judge)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""Judges that split an answer into statements, then give each statement a verdict.
-
-Two published metrics work this way, and share the machinery here:
-
-- ``Faithfulness`` is RAGAS's faithfulness (Es et al. 2023, "RAGAS: Automated Evaluation
-  of Retrieval Augmented Generation", EACL 2024 demos, https://arxiv.org/abs/2309.15217,
-  section 3): the model first breaks the answer into statements (given the question), then
-  judges, statement by statement, whether the retrieved context supports it (verdict 1) or
-  not (0). The score is the share of supported statements.
-- ``AnswerRelevance`` is DeepEval's answer relevancy
-  (https://deepeval.com/docs/metrics-answer-relevancy): the answer's statements, then for
-  each whether it is relevant to the question: ``yes``, ``no``, or ``idk`` (ambiguous, as
-  a supporting point); the score is the share of ``yes`` and ``idk``. RAGAS's own answer
-  relevance compares embeddings of generated questions, which a chat model alone cannot
-  give, so DeepEval's LLM-only definition is the one followed.
-
-Each judgement is two model calls, in order: the statements (``STATEMENTS``), then the
-verdicts (the judge's own ``instructions`` and ``output``). An answer with no statement
-makes no claim to check: it scores 1 and the second call is not made. ``processed`` holds
-the ``statements`` with their verdicts and reasons.
+"""Judges that split an answer into statements, then give each statement a verdict
+(``Faithfulness``, ``AnswerRelevance``).
 """
 
 from __future__ import annotations
@@ -92,7 +74,11 @@ class StatementJudge(Judge):
         self.statements: list[str] = []
 
     async def acall(self, *, on_token: TokenCallback | None = None) -> AgentResult:
-        """Both steps: the statements, then their verdicts (see the module docstring)."""
+        """Both steps: the statements (``STATEMENTS``), then their verdicts (``instructions``).
+
+        An answer with no statement makes no claim to check: it scores 1, and the second call
+        is not made.
+        """
         started = time.perf_counter()
         self.required_facts()  # before any call: a missing fact is the test's mistake
         split = self.statements_agent(

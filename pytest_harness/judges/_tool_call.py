@@ -1,22 +1,4 @@
-"""ToolCallMatch: a tool call checked against the expected one, BFCL's AST check first.
-
-The Berkeley Function Calling Leaderboard (Patil et al., "The Berkeley Function Calling
-Leaderboard (BFCL): From Tool Use to Agentic Evaluation of Large Language Models", ICML
-2025; its ``ast_checker.py``, ``simple_function_checker``) checks a call without running
-it: the function's name; no argument the function does not take; every required argument
-given; each value of an accepted type (an int where a float is expected is fine) and
-among the accepted values, strings compared after BFCL's ``standardize_string``
-(lowercased, without spaces or ``,./-_*^``). An expected argument lists its accepted
-values, BFCL's "possible answer" format; ``""`` among them marks it optional.
-
-That check runs here in code and decides everything it can. Where BFCL's test data
-enumerates every acceptable string, a test cannot: a string argument that passed every
-other check but is not among the accepted values ("NYC" for "New York City") goes to the
-model, which is asked whether it names the same thing. Only then is a model call made.
-
-The score is the share of arguments that are right (the expected ones and any unexpected
-ones), 0 for a wrong function name; the threshold defaults to 1, BFCL's all-or-nothing.
-"""
+"""ToolCallMatch: a tool call checked against the expected one, BFCL's AST check first."""
 
 from __future__ import annotations
 

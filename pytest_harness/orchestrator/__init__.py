@@ -1,13 +1,9 @@
 """The orchestrator: an application's own agent loop, with middleware, sessions and subagents.
 
-``Orchestrator(model, tools)`` runs the loop: prompt, model, tool calls (run concurrently),
-results, repeat, until the model answers or a limit stops it. Tools are typed Python
-functions (``@tool``). Every model request passes through a middleware pipeline
-(``defaults()``: tracing, usage limits, doom-loop detection, compaction, usage counting,
-validation, retry); your own middleware is an async function of ``(call, next)``. Each run
-returns a ``Run``, whose trajectory a test asserts on (``run.assert_called("lookup")``).
-Conversations persist in a ``SessionStore``; a ``delegate`` tool runs subagents, which a
-``SubagentProbe`` can question and ``steer`` can redirect.
+``Orchestrator(model, tools)`` runs the loop (model, tool calls run concurrently, results,
+repeat) until the model answers or a limit stops it. Tools are typed functions (``@tool``);
+every request passes through a middleware pipeline (``defaults()``); each run returns a
+``Run`` whose trajectory a test asserts on (``run.assert_called("lookup")``).
 """
 
 from __future__ import annotations

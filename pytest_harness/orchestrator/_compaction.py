@@ -1,22 +1,4 @@
-"""Compaction: when a prompt would pass a token budget, older turns become one summary.
-
-Before each request over budget, the turns between the system messages and the last
-``keep_recent`` messages are summarized by one model call and replaced, in the conversation
-itself, by one user message ``Summary of the earlier conversation: ...`` (the cut is moved
-earlier so that a tool call and its results are never split), and a ``compaction`` event
-says so. The budget is a number of tokens, or ``fraction`` of the model's context window
-(litellm's model info): a model litellm does not know has none, so without a budget it is
-never compacted. Tokens are counted by litellm's ``token_counter``, only when a quick upper
-bound cannot tell that the prompt is under budget.
-
-The summary call goes through the model seam: it is recorded, replayed and checked like any
-other, with the run's litellm arguments but no tools. It is no request of the pipeline (no
-``Retry``, not in ``Tally.requests``, ``UsageLimits(requests=...)`` or ``max_requests``),
-but its tokens and cost are on the run's tally. A summary call that fails or returns no text
-raises ``CompactionFailed`` with the conversation untouched: the run fails, nothing lost.
-
-Token counting is here too: a quick upper bound, litellm's count, the model's window.
-"""
+"""Compaction: when a prompt would pass a token budget, older turns become one summary."""
 
 from __future__ import annotations
 

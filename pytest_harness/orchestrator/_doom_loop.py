@@ -1,31 +1,4 @@
-"""Doom-loop detection: a model that keeps making the same tool call is warned, then stopped.
-
-``DoomLoop(repeats=3)`` reads the conversation before each request. When the model's last
-``repeats`` responses asked for exactly the same tool calls (same tools, same arguments), it
-adds a warning to the conversation for the model (a user message: the calls are named, and
-the model is told to answer from what it has or try something else) and notes a
-``doom_loop`` event. If the response to that request asks for the same calls yet again, the
-run stops with stop reason ``doom_loop`` before they run: a tool is never run again against
-the warning (a refund is not made a fourth time). A different response ends the streak, and
-a new streak can be warned again.
-
-What counts as "the same":
-
-* The unit is a response, not a single call: a response repeats the previous one when its
-  whole batch is the same set of calls, order aside (a batch runs concurrently, so its order
-  means nothing). Three identical calls in one batch are one decision (a model rolling three
-  dice), not a loop; the same batch three responses in a row is.
-* Arguments are compared as canonical JSON (sorted keys, no whitespace), so key order and
-  spacing do not matter; arguments that do not parse are compared as sent.
-* Results are not compared: a tool whose result carries a timestamp or a request id would
-  otherwise hide every loop.
-* A user message other than the warning ends the streak, so each run (each starts with a
-  user message) counts afresh; the warning is found in the conversation, inside the streak.
-
-When the run stops, the repeated response is not added to the conversation: its calls never
-ran, and a tool call without a result would make the conversation invalid for the next run.
-``Run.response`` and ``Run.output`` are those of the response before it.
-"""
+"""Doom-loop detection: a model that keeps making the same tool calls is warned, then stopped."""
 
 from __future__ import annotations
 

@@ -1,21 +1,4 @@
-"""The agent loop: prompt, model, tool calls, execute, send the results, repeat.
-
-The loop: the system prompt goes on the first turn; every
-request goes through the middleware pipeline (whose innermost step is the model seam); once
-a response is complete (streamed or not) all of its tool calls run concurrently (asyncio
-tasks; each sync tool call in a daemon thread of its own), ``on_tool_call_start`` first
-hearing of the whole batch, ``on_tool_result`` of each call as it finishes; the results go
-back in the order the model asked for them; and the loop repeats until the model stops
-calling tools, ``MAX_REQUESTS_PER_TURN`` requests were made, the tool-error limit tripped,
-or ``abort()`` was called. Unknown tools, arguments that do not parse or fit, tools that
-raise and tools that outlive their timeout become error results for the model, never
-exceptions in the loop. A sync tool that hangs past its timeout is left running in its
-thread, which holds neither the run nor the process at exit.
-
-``run`` is the sync facade of ``arun``; calling either again continues the conversation.
-
-One user turn (request, tools, request... until done or a limit) is a ``Turn``, below.
-"""
+"""The agent loop: prompt, model, tool calls, execute, send the results, repeat."""
 
 from __future__ import annotations
 

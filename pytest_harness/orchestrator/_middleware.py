@@ -1,20 +1,4 @@
-"""The built-in middleware of the orchestrator's pipeline, one module each.
-
-``defaults()`` is the stack an ``Orchestrator`` uses unless given its own: a fresh list, so
-a test or an application can add to it or take from it::
-
-    stack = [m for m in defaults() if not isinstance(m, Retry)] + [my_middleware]
-    Orchestrator("openai/gpt-4o-mini", tools, middleware=stack)
-
-The first middleware is the outermost (it sees the request first and the response last).
-The default order: ``Tracing`` (one span per request, retries as its events), the usage
-limits (a refused request sends and counts nothing), ``DoomLoop`` and ``Compaction`` (they
-read and change the conversation itself; a retry re-sends the compacted request),
-``Reasoning`` when asked for, ``count_usage`` (one logical request), ``Validation`` (asks
-again after an empty or cut-off response) and ``Retry`` (transient faults, innermost, so
-each re-ask has its own attempts). An ``Orchestrator`` with a session puts its
-``SessionRecorder`` right after tracing and the limits.
-"""
+"""The default middleware stack of an orchestrator (``defaults()``)."""
 
 from __future__ import annotations
 

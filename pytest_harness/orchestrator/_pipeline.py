@@ -1,30 +1,5 @@
-"""The middleware pipeline every model request of an orchestrator run goes through.
-
-Rack-style: a middleware is ``async def middleware(call, next) ->
-ModelResponse``: it may read or change the ``ModelCall`` (the request env), must await
-``next(call)`` to go on (or answer without it), and may read the response on the way back.
-The innermost step is the model seam (``model.asend``), so cassettes, the degenerate-output
-check (the response check), usage and the embedded model apply to every request unchanged.
-
-A middleware may also:
-
-* stop the run by raising ``StopRun(reason)`` (before or after ``next``): the run ends with
-  that stop reason, its messages kept;
-* note what it did with ``call.event(kind, detail)`` (a retry, a compaction, a warning):
-  events are on the ``Run``, in its trajectory table and in the report;
-* hear of the run and its tools by defining any of ``run_started(agent)``,
-  ``run_ended(agent, run)``, ``tool_started(call, request) -> token`` and
-  ``tool_ended(token, record)`` (tracing and sessions do).
-
-``call.messages`` is the conversation itself: a middleware that changes it for good (a
-compaction) changes it in place; one that changes only this request assigns a new list.
-
-The small built-in middleware live here too: ``count_usage`` and ``UsageLimits`` (every
-request's tokens and cost on the run's tally, and optional limits), ``Validation`` (a
-response that is no turn at all, empty or cut off, is asked for again) and ``Reasoning``
-(the reasoning effort of every request). The larger ones have modules of their own
-(``_retry``, ``_compaction``, ``_doom_loop``, ``_tracing``; the session recorder in
-``_sessions``); ``_middleware.defaults()`` stacks them.
+"""The middleware pipeline every model request of an orchestrator run goes through, and the
+small built-in middleware (usage counting and limits, validation, reasoning).
 """
 
 from __future__ import annotations

@@ -1,23 +1,4 @@
-"""Retry: a model request that failed for a passing reason is sent again, after a wait.
-
-Passing reasons: HTTP 408, 429, 500, 502, 503, 504 and 529, a request that timed out and a
-connection that failed or broke. Anything else (400, 401, 404, a body that is not a chat
-completion, the harness's own errors) is raised at once: asking again would get the same
-answer. ``CassetteMiss`` and the other ``HarnessStop`` errors are never caught.
-
-The wait doubles from ``base_delay`` up to ``max_delay``, with equal jitter (half the wait
-fixed, half random: never near zero, yet spread out), unless the provider names one in a
-``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` header: that wait is kept as
-it is. Each retry is noted as a ``retry`` event. When the attempts are spent, or the next
-wait would pass ``max_total_wait``, the request fails with ``RetriesExhausted``. The agent's
-``abort()`` ends a wait at once, and the run with it (stop reason ``aborted``).
-
-One owner of retries: while it is on, the provider SDK's own retries are off for the
-request (``num_retries=0``, ``max_retries=0``, whatever the params or the scope say), so no
-failure is retried twice over. It is off, passing the request straight on, in replay (a
-cassette answers what was recorded: a miss must surface at once) and for the embedded model
-(on this machine, and its HTTP 500 means a bad request, not a busy server).
-"""
+"""Retry: a model request that failed for a passing reason is sent again, after a wait."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""What one orchestrator run leaves behind, as plain frozen data a test can assert on.
-
-``Run`` is the trajectory of one ``Orchestrator.run``: the question it answered, the final
-text and each response, every message of the conversation so far, every tool call (its
-arguments, its result or error, when it ran, which request asked for it), the number of
-model requests, usage and cost summed over them, the wall time and why the run stopped.
-
-The trajectory assertions (``run.assert_called(...)``) and the table a failing one prints
-are ``pytest_harness._trajectory``'s, shared with the application's traffic trajectory; the
-messages a run adds to its conversation, in OpenAI's chat form, are here.
-"""
+"""What one orchestrator run leaves behind, as plain frozen data a test can assert on."""
 
 from __future__ import annotations
 

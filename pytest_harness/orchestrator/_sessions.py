@@ -1,25 +1,4 @@
-"""Sessions: an orchestrator's conversation kept in SQLite, so that a run can be resumed.
-
-``SessionStore`` keeps each session's messages in one SQLite file (``DEFAULT_PATH``, or
-``":memory:"``) with the standard library's ``sqlite3``; the session middleware saves the
-conversation around every request, and a later run (in any process) loads it and goes on.
-
-``save`` writes only the messages after those already stored, in one transaction. The store
-remembers the messages it saved (the dicts themselves): a list that starts with those (the
-same dicts, or equal ones) only appends. When it does not (a compaction replaced older
-messages with a summary), the stored messages from the first difference on move to the
-``replaced`` table as the new ones are written: nothing saved is lost. A message edited in
-place after it was saved (the same dict, changed) is not noticed: replace it instead.
-
-Steering notes wait with a session until a request delivers them; delivered ones stay,
-marked with the time. A file that is not a usable session store (not SQLite, malformed,
-another program's, a newer schema), or one locked past the timeout, raises
-``SessionStoreError`` and is left as it was. Files use the WAL journal (readers do not wait
-for a writer) and ``synchronous=FULL``: what was saved survives a crash.
-
-The session middleware is here too: ``SessionRecorder`` saves the conversation to the
-store around every request and delivers the steering notes waiting for it.
-"""
+"""Sessions: an orchestrator's conversation kept in SQLite, so that a run can be resumed."""
 
 from __future__ import annotations
 

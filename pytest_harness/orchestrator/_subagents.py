@@ -1,18 +1,4 @@
-"""Subagents: a built-in ``delegate`` tool that runs a child orchestrator on a sub-task.
-
-``Orchestrator(subagents=True)`` offers the model a ``delegate(task)`` tool. Each call
-starts a child orchestrator (the parent's model, parameters and tools, without
-``delegate`` itself: children do not spawn children) in its own session, runs the task to
-its end and returns the child's answer as the tool's result. The parent keeps a registry
-of its children, ``Orchestrator.children``: one ``SubagentEntry`` each (id, task, status,
-session id, the child and its run).
-
-Two ways to reach a running child:
-
-* ``steer(entry, note)``: a note persisted in the child's session; the child sees it on its
-  next request (the session middleware delivers it as a user message).
-* ``SubagentProbe().peek(entry, question)``: a read-only side question (below).
-"""
+"""Subagents: a built-in ``delegate`` tool that runs a child orchestrator on a sub-task."""
 
 from __future__ import annotations
 

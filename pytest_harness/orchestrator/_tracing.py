@@ -1,25 +1,4 @@
-"""OpenTelemetry spans of orchestrator runs, named and described by the GenAI conventions.
-
-``Tracing()`` makes, when ``opentelemetry-api`` is installed (the ``tracing`` extra):
-
-* an ``invoke_agent`` span per run (``run_started`` to ``run_ended``): the model, the session
-  (``gen_ai.conversation.id``), the run's tokens, its stop reason and number of requests
-  (``pytest_harness.stop_reason``, ``.requests``); an error when the run stops with ``error``;
-* a ``chat {model}`` span per model request, around the rest of the pipeline: the provider,
-  the model, the response's tokens and finish reason, the events the inner middleware noted
-  meanwhile (retries...) as span events; an error, with the exception, when it fails;
-* an ``execute_tool {name}`` span per tool call: its name and call id; an error, with the
-  error text, when the call fails.
-
-Request and tool spans are children of their run's span; what a tool traces (a nested run,
-an instrumented HTTP client) is under the tool's span. Each run keeps its state in its own
-asyncio context, so orchestrators running at once never mix.
-
-The attributes follow the OpenTelemetry GenAI semantic conventions, still at Development
-status. Prompts, completions, tool arguments and tool results are never recorded (the
-conventions make them opt-in: they may hold personal data); error texts and event details
-are. Without opentelemetry ``Tracing`` does nothing and tries the import once per process.
-"""
+"""OpenTelemetry spans of orchestrator runs, named and described by the GenAI conventions."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Text perturbations as hypothesis strategies, each shrinking to the text it was given.
-
-Every perturbation takes its text as a str or a strategy of texts (drawn and checked the
-same way); ``perturbed`` applies several, one after another. The data behind them are plain
-constants (keyboard neighbours, look-alike letters, injections), which tests read to check
-what a perturbation did (``HOMOGLYPHS`` maps every look-alike back to one letter).
-"""
+"""Text perturbations as hypothesis strategies, each shrinking to the text it was given."""
 
 from __future__ import annotations
 

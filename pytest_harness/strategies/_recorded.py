@@ -1,30 +1,4 @@
-"""Hypothesis settings for tests whose model calls are recorded: the same examples every run.
-
-A recorded test replays its cassette: each example's requests must be ones the recording
-run made. So a recorded property test must draw the same examples, in the same order,
-when it records and every time it replays, on every machine:
-
-- derandomized, with no example database: nothing depends on a seed, a previous run, or
-  a database entry the cassette has no recording for;
-- no shrinking, and a stop at the first failure: shrinking tries new examples, whose
-  requests were never recorded, and the failure would be reported as a cassette miss;
-- at most 20 examples and no deadline: each example may make live model calls while
-  recording, and replay time is not the application's time;
-- function-scoped fixtures allowed: the ``harness`` fixture and the test's cassette span
-  all of its examples, on purpose (one cassette holds them all).
-
-``recorded`` does two things more than the settings (and the ``"harness"`` profile) can:
-
-- it seeds the test by its module and name, where ``derandomize`` seeds it by its source:
-  editing the test's body (an assertion, a comment) keeps its examples, so its cassette
-  still replays;
-- it reports a failing example with the error it raised. Hypothesis runs a failing example
-  once more to report it, and the requests of that run were used up by the first: it would
-  fail with a cassette miss in replay (and a live model may answer differently).
-
-``scenarios(Team, input)`` is here too: a strategy drawing from what a team recorded for
-``@pytest.mark.scenarios``.
-"""
+"""Hypothesis settings for tests whose model calls are recorded: the same examples every run."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Shared-state teams and simulated users: agents that generate what your tests need.
 
-A ``SharedState`` subclass names peer agents (``members``) that take turns reading and
-writing one ``KnowledgeStore`` of ``Finding`` values for a few cycles: edge cases, personas,
-adversarial inputs. ``@pytest.mark.scenarios(Team, input)`` turns what a team finds into
-the parameters of a test, generated once and replayed from its cassette. ``simulate`` plays
-a persona against your application for several turns and returns the ``Transcript``.
+A ``SharedState`` team's members take turns reading and writing one ``KnowledgeStore``;
+``@pytest.mark.scenarios(Team, input)`` turns what it finds into a test's parameters.
+``simulate`` plays a persona against your application and returns the ``Transcript``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,4 @@
-"""What a shared-state team produces: its ``KnowledgeStore`` of ``Finding`` values, its result.
-
-The store is append-only: a finding, once written, is never changed or removed, and
-``read_all()`` hands out a new list each time (of frozen findings), so what a reader holds
-never changes under it. Writes and reads take one lock: members, their concurrent tool calls
-and any thread or task of the test may use one store at once.
-
-``to_json()`` is what the ``read_store`` tool sends the model. It leaves out when each
-finding was written unless asked (``times=True``): a model request carries it, and a request
-must be the same byte for byte on every run for its cassette to replay.
-
-``TeamResult`` (with one ``MemberTurn`` per turn taken) is what ``SharedState.invoke``
-returns, as plain frozen data.
-"""
+"""What a shared-state team produces: its ``KnowledgeStore`` of ``Finding`` values, its result."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""What a shared-state team declared (members, coordination, limits) and its checks.
-
-``Member`` is one seat of a team: an ``Agent`` class (or instance), the instruction it alone
-receives, and optionally its own name and time limit. ``member()`` makes one and
-``researchers()`` makes several without instructions (an older alias).
-
-``TeamConfig.read(owner)`` reads a team class (or instance, with its overrides) into a frozen
-``TeamConfig``, checking every value: a mistake is a ``ConfigError`` naming the team, the
-setting, what arrived and the fix. A team class is read when it is created (so a mistake
-fails at import) and again by every ``invoke`` (so what is in force then is what runs).
-"""
+"""What a shared-state team declared (members, coordination, limits) and its checks."""
 
 from __future__ import annotations
 

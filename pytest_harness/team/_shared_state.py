@@ -1,33 +1,4 @@
-"""SharedState: peer agents that take turns reading and writing one findings store.
-
-The "shared state" pattern: no coordinator; each member reads the store, acts on what
-it finds and writes findings back; later members of a cycle see what earlier ones wrote in
-the same cycle. Declare a team as a class::
-
-    class EdgeCases(SharedState):
-        members = (Persona, SharedState.member(Skeptic, instruction="Look for angry customers."))
-        coordination = "..."        # optional: replaces the built-in guide (turns.COORDINATION)
-        max_cycles = 2
-        timeout = 120.0             # checked after each full cycle, as max_cycles is
-
-        def terminate_when(self, store):     # optional: checked after each full cycle
-            return store.size >= 6
-
-        def aggregate(self, store):          # optional: default store.read_all()
-            return [finding.content for finding in store.read_all()]
-
-    result = EdgeCases().invoke("Customer messages about late parcels")
-    result["output"], result["cycles"], result["terminated_by"]     # also result.output ...
-    dict(result)                                # a Mapping: output, cycles, terminated_by, ...
-
-Every member gets two tools at run time, ``read_store`` and ``write_finding`` (which appends:
-the store is append-only and keeps a repeated finding unless the team
-sets ``unique_findings = True``); its turn is one ``Orchestrator`` run (see ``_turns``).
-A subclass inherits its parent's settings and may override any of them without changing the
-parent (``members`` becomes a tuple at class creation, so no team can change another's list
-in place). Settings are checked when the class is created (``ConfigError``, naming the team
-and the fix) and again by ``invoke``.
-"""
+"""SharedState: peer agents that take turns reading and writing one findings store."""
 
 from __future__ import annotations
 

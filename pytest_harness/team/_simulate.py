@@ -1,19 +1,4 @@
-"""Simulated users: a persona agent plays the user against the application for several turns.
-
-``simulate(app, persona=..., goal=..., model=...)`` alternates two voices. The persona, an
-``Agent`` with a structured reply (its next message, and whether its goal is reached or it
-gives up), writes each user turn from the conversation so far; the application, any
-callable taking the conversation (a list of ``{"role", "content"}`` messages, sync or
-async) and returning its reply's text, answers. The conversation ends after ``max_turns``
-user turns, or when the persona reports ``goal_reached`` or ``abandoned`` (the message it
-wrote with that report is not sent).
-
-The result is a ``Transcript`` (frozen): the turns, who said what, why it stopped. A
-tribunal judges it as a whole (``transcript.text`` is its input) or turn by turn
-(``transcript.replies``). Every model call, the persona's and the application's (when it
-calls a model), goes through the test's cassette like any other, so a simulation recorded
-with ``--harness-live`` replays offline.
-"""
+"""Simulated users: a persona agent plays the user against the application for several turns."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""One member's turn: an orchestrator run with the store's two tools and the team's prompt.
-
-``seat()`` prepares a member for one ``invoke``: its model (``--harness-model`` still applies
-in the seam), params, temperature, tools and system prompt: the team's coordination text,
-then the member's own instruction, then the agent's instructions. ``take_turn()`` runs one
-turn on the orchestrator loop (so every model call goes through the middleware pipeline and
-the seam: recorded, checked and counted like any other), with ``read_store`` and
-``write_finding`` bound to the store, this member and this cycle, under the member's time
-limit. ``write_finding`` appends: a finding already in the store is
-appended again, unless the team sets ``unique_findings = True`` (then it is refused and the
-model told why).
-
-A turn never raises for the member's own failures: a failed model request, a run stopped by
-a limit or a turn past its time limit becomes a ``MemberTurn`` whose ``error`` names the team
-and the member, and the team goes on. Errors of the test's set-up (a cassette miss, a blocked
-connection, a configuration mistake) are raised unchanged: no other member would fare better.
-"""
+"""One member's turn: an orchestrator run with the store's two tools and the team's prompt."""
 
 from __future__ import annotations
 

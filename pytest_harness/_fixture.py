@@ -57,7 +57,7 @@ class Harness:
         framework made the calls (the harness's own calls are not in it: their runs are in
         ``runs``): each request (``requests``: model, messages, tools offered, system prompt,
         endpoint, answer), and each tool call the model asked for with the result the
-        application sent back. It has the assertions of an orchestrator ``Run``::
+        application sent back. It has the assertions of an orchestrator ``Run``:
 
             harness.trajectory.assert_called("lookup", {"order": "A-1"})
             harness.trajectory.filter(system="triage").assert_order("lookup", "refund")

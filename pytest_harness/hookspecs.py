@@ -1,6 +1,6 @@
 """Hooks other plugins (or a conftest.py) may implement, named ``pytest_harness_<verb>``.
 
-Called with keyword arguments only. Implement one in a ``conftest.py``::
+Called with keyword arguments only. Implement one in a ``conftest.py``:
 
     def pytest_harness_tribunal(item, tribunal, record):
         metrics.append(record)

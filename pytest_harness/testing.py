@@ -2,7 +2,7 @@
 
 It is a real HTTP server answering in the four wire formats the harness reads (OpenAI Chat
 Completions and Responses, Anthropic Messages, Gemini), so litellm, the official SDKs and
-the agent frameworks run against it unchanged, through the cassettes and the checks::
+the agent frameworks run against it unchanged, through the cassettes and the checks:
 
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))

@@ -77,7 +77,7 @@ class Calibration:
         return found
 
     def record(self, test: str | None) -> dict[str, Any]:
-        """The JSON-ready account of this calibration in ``test``; the report keeps it::
+        """The JSON-ready account of this calibration in ``test``; the report keeps it:
 
             {
               "test": "tests/test_judges.py::test_quality", "tribunal": "Quality",

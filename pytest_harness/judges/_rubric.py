@@ -32,7 +32,7 @@ class Rubric(Judge):
     it as a source text under its key (``{"question": ...}``, ``{"article": ...}``).
     ``processed`` is ``{"score", "reason", "passed", "threshold"}``.
 
-    Example::
+    Example:
 
         class Coherence(Rubric):
             model = "gpt-4o-mini"

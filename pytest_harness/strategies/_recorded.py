@@ -48,7 +48,7 @@ def recorded(
 ) -> _Test | Callable[[_Test], _Test]:
     """Give a hypothesis test (or state machine) the ``RECORDED`` settings and a fixed seed.
 
-    Use it above or below ``@given``, bare or with a number of examples::
+    Use it above or below ``@given``, bare or with a number of examples:
 
         @recorded
         @given(perturbed("Where is my order?"))

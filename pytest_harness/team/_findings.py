@@ -44,7 +44,7 @@ class Finding:
 class KnowledgeStore:
     """The append-only, thread-safe store a team's members share.
 
-    Example::
+    Example:
 
         store = KnowledgeStore()
         store.write(author="Skeptic", cycle=1, content="A parcel marked delivered but missing")

@@ -77,9 +77,10 @@ async def acalibrate(
         base: the folder a relative path is read from.
         concurrency: items run at a time (default 8); items whose requests could be
             identical run one after another, so a cassette replays them in order.
-        min_accuracy / min_kappa: thresholds for the panel, kept in the result (its
-            ``failures()`` and record); calibrating never fails on them by itself
+        min_accuracy: The panel's lowest passing accuracy, kept in the result (its
+            ``failures()`` and record); calibrating never fails on it by itself
             (``assert_calibrated`` does).
+        min_kappa: The panel's lowest passing Cohen's kappa, kept as ``min_accuracy`` is.
 
     Raises:
         ConfigError: a bad argument, judge or probe; ``LabelError`` for a bad labelled set.

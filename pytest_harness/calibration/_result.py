@@ -35,7 +35,8 @@ class Calibration:
         agreement: the judges' agreement among themselves over all items.
         probes: each judge under each probe asked for.
         max_flip_rate: the flip rate above which a judge is flagged.
-        min_accuracy / min_kappa: the thresholds the calibration was run with (None: none).
+        min_accuracy: The panel's lowest passing accuracy it was run with (None: none).
+        min_kappa: The panel's lowest passing kappa it was run with (None: none).
     """
 
     tribunal: str
@@ -226,7 +227,8 @@ class Score:
     Attributes:
         judge: the judge's name, or ``"panel"``.
         scored: items with a prediction.
-        accuracy / kappa: against the labels over the scored items (None when undefined).
+        accuracy: Against the labels, over the scored items (None when undefined).
+        kappa: Cohen's kappa against the labels, over the scored items (None when undefined).
         confusion: labels against predictions.
         no_verdict: ids of the items without a prediction, in set order.
         errors: why, per item id in ``no_verdict``.
@@ -317,7 +319,8 @@ class ProbeResult:
     """One judge under one probe.
 
     Attributes:
-        judge / probe: their names.
+        judge: The judge's name.
+        probe: The probe's name.
         flips: items whose perturbed vote was not the one a fair judge gives.
         applicable: items the probe applied to where both votes were given.
         rate: ``flips / applicable`` (None when nothing applied).

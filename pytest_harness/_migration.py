@@ -147,7 +147,9 @@ RESPELLED: dict[str, str] = {
     "tribunal.before": 'tribunal.on("before_<event>", fn)',
     "tribunal.after": 'tribunal.on("after_<event>", fn)',
     "tribunal.callback": "tribunal.on(event, fn)",
-    "harness.verdict": "harness.get_verdict(tribunal, input), like tribunal.get_verdict",
+    "harness.verdict": (
+        "harness.get_verdict(tribunal, input) (outside a test: pytest_harness.tribunal.get_verdict)"
+    ),
 }
 
 

@@ -181,6 +181,7 @@ HARNESS_JUDGES = '''\
 """The tribunal that judges the application's replies."""
 
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 from app import BASE_URL
 
@@ -202,7 +203,7 @@ class ReplyQuality(Tribunal):
     agents = [{names}]
     timeout = 30
 
-    @Tribunal.verdict("majority", may_fail=1)
+    @rule("majority", may_fail=1)
     def passed(result):
         return result.processed["pass"] is True
 '''

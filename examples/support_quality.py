@@ -15,6 +15,7 @@ report), not that these judges are wise. With a real judge model, set ``harness_
 from __future__ import annotations
 
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 # Verdict only. Asked for a reason too, this 270M model rambles until max_tokens cuts the
 # JSON off (and, asked for the reason first, copies it from the instructions). With a real
@@ -73,6 +74,6 @@ class ReplyQuality(Tribunal):
     agents = [Politeness, Helpfulness, OnTopic]
     timeout = 60  # the embedded model serves one request at a time: judges queue
 
-    @Tribunal.verdict("majority", may_fail=1)
+    @rule("majority", may_fail=1)
     def passed(result):
         return result.processed["pass"] is True

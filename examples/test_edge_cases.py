@@ -29,5 +29,5 @@ def test_the_support_bot_answers_each_message(harness: Harness, scenario: str) -
     assert scenario.strip()
     reply = harness.ask(SupportBot, scenario)
     assert reply.output  # the degenerate-output check ran on it too
-    verdict = harness.verdict(ReplyQuality, reply)
+    verdict = harness.get_verdict(ReplyQuality, reply)
     assert len(verdict.votes) + len(verdict.errors) == 3

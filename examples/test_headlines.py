@@ -68,7 +68,7 @@ def test_the_streamed_headline_arrives_in_pieces() -> None:
 
 
 def test_the_feature_and_its_judges_share_one_cassette(harness: Harness) -> None:
-    verdict = harness.verdict(HeadlineQuality, headline(STORY))
+    verdict = harness.get_verdict(HeadlineQuality, headline(STORY))
     assert len(verdict.votes) == 2
     assert all(isinstance(vote.vote, bool) for vote in verdict.votes)
     assert verdict.passed == all(vote.passed for vote in verdict.votes)

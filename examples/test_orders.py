@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_harness import Agent, Harness, Tribunal
+from pytest_harness.tribunal import rule
 
 from .orders import support_agent
 
@@ -50,7 +51,7 @@ class AnswerQuality(Tribunal):
     agents = [FactJudge]
     timeout = 120
 
-    @Tribunal.verdict("unanimous")
+    @rule("unanimous")
     def passed(result: Any) -> bool:
         return bool(result.processed["pass"])
 

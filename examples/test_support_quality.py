@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_harness import Harness, Tribunal
+from pytest_harness import Harness
+from pytest_harness.tribunal import rule
 
 from .support_quality import ReplyQuality, SupportBot
 
@@ -30,7 +31,7 @@ RUDE = "Stop bothering us. Not my problem, figure it out yourself."
 def test_every_judge_votes_and_the_majority_decides(harness: Harness) -> None:
     reply = harness.ask(SupportBot, "My order is two weeks late. Where is it?")
     assert reply.output  # the feature answered (the degenerate-output check ran too)
-    verdict = harness.verdict(ReplyQuality, reply)
+    verdict = harness.get_verdict(ReplyQuality, reply)
     assert len(verdict.votes) + len(verdict.errors) == 3
     assert all(isinstance(vote.vote, bool) for vote in verdict.votes)
     passing = sum(vote.passed is True for vote in verdict.votes)
@@ -60,11 +61,11 @@ def test_a_looser_rule_over_the_same_judges(harness: Harness) -> None:
     class OneIsEnough(ReplyQuality):
         """The same three judges; one passing vote is enough."""
 
-        @Tribunal.verdict("at_least", 1)
+        @rule("at_least", 1)
         def passed(result):  # type: ignore[no-untyped-def]
             return result.processed["pass"] is True
 
-    verdict = harness.verdict(OneIsEnough, RUDE)
+    verdict = harness.get_verdict(OneIsEnough, RUDE)
     # The rule changed; the parent's may_fail=1 is kept.
     assert verdict.rule == "at_least(1): at least 1 votes must pass; may_fail=1"
     assert verdict.passed == any(vote.passed for vote in verdict.votes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_harness import _aio
 from pytest_harness._agent import Agent, AgentResult
@@ -106,11 +106,20 @@ class Harness:
         __tracebackhide__ = True
         return assert_verdict(tribunal, input, **kwargs)
 
-    def verdict(
+    def get_verdict(
         self, tribunal: type[Tribunal] | Tribunal, input: Any = None, **kwargs: Any
     ) -> Verdict:
-        """Run a tribunal and return its Verdict without asserting on it."""
+        """``get_verdict`` (see there) for this test: the Verdict, passing or not."""
         return get_verdict(tribunal, input, **kwargs)
+
+    if not TYPE_CHECKING:  # mypy still reports an unknown attribute
+
+        def __getattr__(self, name: str) -> NoReturn:
+            if name == "verdict":  # the name of a Tribunal's result only
+                from pytest_harness import _migration
+
+                raise AttributeError(_migration.respelled("harness.verdict"), name=name)
+            raise AttributeError(f"'Harness' object has no attribute {name!r}", name=name)
 
     def calibrate(self, tribunal: type[Tribunal], labelled: Any, **options: Any) -> Calibration:
         """``calibration.calibrate`` (same options) for this test: a relative labels path is

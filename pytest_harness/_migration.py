@@ -1,8 +1,9 @@
 """The names that moved when the package was reorganised into namespaces, and where to.
 
 docs/migration.md's tables, as data: an import of an old name fails with ``MovedName``,
-which names the new home and points at the notes, instead of a bare ``cannot import name``
-(tests/test_migration.py checks the tables and this module agree).
+which names the new home and points at the notes, instead of a bare ``cannot import name``;
+a Tribunal declaration in an old spelling fails with its new one (``RESPELLED``).
+tests/test_migration.py checks the tables and this module agree.
 
 The package's ``__init__`` consults it only when a lookup has already failed: an attribute
 it does not have (``__getattr__``), or a module nothing else could find (its finder, last
@@ -121,6 +122,40 @@ REMOVED: dict[str, str] = {
         "with the harness_degenerate ini key"
     ),
 }
+
+
+# The Tribunal's declarations as earlier releases spelled them (an attribute of the class, of
+# an instance, or of the harness fixture), and their spelling now.
+RESPELLED: dict[str, str] = {
+    "Tribunal.verdict": (
+        '@rule("majority", may_fail=1) in the class body (from pytest_harness.tribunal import '
+        "rule); Tribunal(..., strategy=..., evaluate=fn) for one instance; tribunal.verdict is "
+        "the result of call()"
+    ),
+    "Tribunal.process": (
+        "@process in the class body (from pytest_harness.tribunal import process); "
+        "Tribunal(..., process=fn) for one instance"
+    ),
+    "Tribunal.on": (
+        '@hook("after_agent") in the class body (from pytest_harness.tribunal import hook); '
+        'tribunal.on("after_agent", fn) for one instance'
+    ),
+    "Tribunal.before": '@hook("before_<event>") in the class body, as @hook("before_call")',
+    "Tribunal.after": '@hook("after_<event>") in the class body, as @hook("after_agent")',
+    "Tribunal.callback": '@hook(event) in the class body, as @hook("agent_error")',
+    "tribunal.process": "Tribunal(..., process=fn)",
+    "tribunal.before": 'tribunal.on("before_<event>", fn)',
+    "tribunal.after": 'tribunal.on("after_<event>", fn)',
+    "tribunal.callback": "tribunal.on(event, fn)",
+    "harness.verdict": (
+        "harness.get_verdict(tribunal, input) (outside a test: pytest_harness.tribunal.get_verdict)"
+    ),
+}
+
+
+def respelled(old: str) -> str:
+    """The message for a Tribunal declaration in an old spelling: its new spelling."""
+    return f"{old} is spelled differently now: {RESPELLED[old]}. {NOTES}."
 
 
 def missing_attribute(module: str, name: str) -> AttributeError:

@@ -19,6 +19,7 @@ from pytest_harness.testing import LoopbackServer, Reply
 SUITE = """
 import pytest
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 class Kind(Agent):
     model = "openai/loopback"
@@ -37,7 +38,7 @@ class Fair(Kind):
 class Panel(Tribunal):
     agents = [Kind, Harsh, Fair]
 
-    @Tribunal.verdict("majority")
+    @rule("majority")
     def passed(result):
         return result.processed["pass"]
 
@@ -45,7 +46,7 @@ def test_a(harness):
     harness.assert_verdict(Panel, "reply a")
 
 def test_b(harness):
-    harness.verdict(Panel, "reply b")  # shown, not asserted: a failing verdict is recorded
+    harness.get_verdict(Panel, "reply b")  # shown, not asserted: a failing verdict is recorded
 
 def test_c(harness):
     harness.assert_verdict(Panel, "reply c")
@@ -218,13 +219,13 @@ class Clear(Tribunal):
     agents = [Clarity]
 
 def test_a(harness):
-    harness.verdict(Clear, "reply a")
+    harness.get_verdict(Clear, "reply a")
 
 def test_b(harness):
-    harness.verdict(Clear, "reply b")
+    harness.get_verdict(Clear, "reply b")
 
 def test_c(harness):
-    harness.verdict(Clear, "reply c")
+    harness.get_verdict(Clear, "reply c")
 """
 
 

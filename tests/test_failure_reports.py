@@ -112,7 +112,7 @@ def test_live_verdict(harness):
 
 @pytest.mark.harness
 def test_live_all_judges_failed(harness):
-    harness.verdict(Panel, "garbage please")
+    harness.get_verdict(Panel, "garbage please")
 
 
 @pytest.mark.harness

@@ -36,7 +36,6 @@ PACKAGE = "pytest_harness"
 
 # Private attributes of other libraries' objects, read on purpose (and only these).
 FOREIGN_PRIVATE = {
-    "_getframe": "sys._getframe: is a decorator called in a class body (tribunal.declarations)",
     "_hidden_params": "litellm keeps a response's cost there (the model seam)",
     "_to_dict": "vcrpy's Request serialises itself there (cassettes.store)",
     "_replace": "a NamedTuple's public copy with changes (Settings, for a matrix's copy: _item)",

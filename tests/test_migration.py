@@ -166,3 +166,17 @@ def test_the_old_names_load_only_once_a_lookup_failed() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_notes_list_every_old_spelling_of_a_tribunal_declaration() -> None:
+    """The notes' table of a tribunal's declarations names the spellings that
+    ``_migration.RESPELLED`` answers, and no other."""
+    text = NOTES.read_text(encoding="utf-8")
+    section = text.split("## A tribunal's declarations\n", 1)[1].split("\n## ", 1)[0]
+    listed = set()
+    for old, _new in re.findall(r"^\| (.+?) \| (.+?) \|$", section, re.M):
+        for spelled in re.findall(r"`@?((?:Tribunal|tribunal|harness)\.\w+)", old):
+            listed.add(spelled)
+    assert listed == set(_migration.RESPELLED)
+    for old in _migration.RESPELLED:
+        assert _migration.respelled(old).endswith(f"{_migration.NOTES}.")

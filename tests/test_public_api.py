@@ -89,6 +89,9 @@ NAMESPACES = {
         "Vote",
         "assert_verdict",
         "get_verdict",
+        "hook",
+        "process",
+        "rule",
     ],
     "pytest_harness.orchestrator": [
         "MAX_REQUESTS_PER_TURN",

@@ -25,6 +25,7 @@ pytest_plugins = ["pytester"]
 PANEL = """
 import pytest
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 PARAMS = {{"api_base": "{url}", "api_key": "loopback-not-a-secret"{extra}}}
 OUTPUT = {{"type": "object", "properties": {{"pass": {{"type": "boolean"}}}}, "required": ["pass"]}}
@@ -45,7 +46,7 @@ class Panel(Tribunal):
     agents = {agents}
     timeout = {timeout}
 
-    @Tribunal.verdict("unanimous", may_fail=0)
+    @rule("unanimous", may_fail=0)
     def passed(result):
         return result.processed["pass"]
 

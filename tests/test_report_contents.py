@@ -44,6 +44,7 @@ def report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dic
 JUDGED = """
 import pytest
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 from conftest import URL
 
 pytestmark = pytest.mark.harness(cassette=False)
@@ -59,7 +60,7 @@ class Judge(Agent):
 class Panel(Tribunal):
     agents = [Judge]
 
-    @Tribunal.verdict("unanimous")
+    @rule("unanimous")
     def passed(result):
         return result.processed["pass"]
 

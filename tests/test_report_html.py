@@ -814,6 +814,7 @@ SHOWN = """Array.from(document.querySelectorAll(".entry"))
 SUITE = """
 import pytest
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 
 class Lenient(Agent):
@@ -834,7 +835,7 @@ class Strict(Lenient):
 class Quality(Tribunal):
     agents = [Lenient, Strict]
 
-    @Tribunal.verdict("majority")
+    @rule("majority")
     def passed(result):
         return result.processed["pass"]
 """

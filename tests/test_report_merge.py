@@ -32,6 +32,7 @@ from pytest_harness.testing import LoopbackServer, Reply
 
 CONFTEST = """
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 SCHEMA = {{
     "type": "object",
@@ -54,7 +55,7 @@ class Strict(Lenient):
 class Quality(Tribunal):
     agents = [Lenient, Strict, Lenient]
 
-    @Tribunal.verdict("majority", may_fail=1)
+    @rule("majority", may_fail=1)
     def passed(result):
         return result.processed["pass"]
 

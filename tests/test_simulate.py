@@ -11,6 +11,7 @@ from pytest_harness import Agent, Harness, Tribunal, _aio
 from pytest_harness.errors import ConfigError, SimulationError
 from pytest_harness.team._simulate import Transcript, asimulate, simulate
 from pytest_harness.testing import LoopbackServer, Reply
+from pytest_harness.tribunal import rule
 
 pytestmark = pytest.mark.harness(cassette=False)  # the loopback server answers every run
 
@@ -128,12 +129,12 @@ def test_a_tribunal_judges_the_transcript(server: LoopbackServer, harness: Harne
     class Conversation(Tribunal):
         agents = (Resolved,)
 
-        @Tribunal.verdict("unanimous")
+        @rule("unanimous")
         def passed(result: Any) -> bool:
             return bool(result.processed["pass"])
 
     assert harness.transcripts == [transcript]
-    verdict = harness.verdict(Conversation, transcript.text)
+    verdict = harness.get_verdict(Conversation, transcript.text)
     assert verdict.passed
     judged = server.requests[-1]["messages"][-1]["content"]
     assert "User: Where is my parcel?\nApplication: It arrives on Friday." in judged

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult
+from pytest_harness._fixture import Harness
 from pytest_harness.errors import (
     AgentTimeout,
     AllAgentsFailed,
@@ -24,8 +25,14 @@ from pytest_harness.errors import (
     JudgeOutputError,
 )
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal._panel import JudgeFailure, TribunalEvent, Verdict
-from pytest_harness.tribunal._tribunal import Tribunal
+from pytest_harness.tribunal._panel import (
+    JudgeFailure,
+    TribunalEvent,
+    Verdict,
+    at_least,
+    majority,
+)
+from pytest_harness.tribunal._tribunal import Tribunal, hook, process, rule
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -97,7 +104,7 @@ def user_turns(server: LoopbackServer) -> list[str]:
 
 
 def test_direct_use(server: LoopbackServer) -> None:
-    """Tribunal(...) with on/process chaining; judges get input, context, params, memory."""
+    """Tribunal(..., process=fn) with on() chaining; judges get input, context, params, memory."""
     script(
         server,
         {
@@ -105,6 +112,13 @@ def test_direct_use(server: LoopbackServer) -> None:
             "Bias": says(False, "balanced"),
         },
     )
+    seen: list[tuple[AgentResult, int]] = []
+    processed: list[list[AgentResult]] = []
+
+    def not_toxic(results: list[AgentResult]) -> bool:
+        processed.append(list(results))
+        return all(result.processed["pass"] is False for result in results)
+
     memory = [
         {"role": "user", "content": "Earlier message"},
         {"role": "assistant", "content": "Earlier answer"},
@@ -117,18 +131,11 @@ def test_direct_use(server: LoopbackServer) -> None:
         timeout=5,
         params={"max_tokens": 20},
         memory=memory,
+        process=not_toxic,
     )
-    seen: list[tuple[AgentResult, int]] = []
-    processed: list[list[AgentResult]] = []
-
-    def not_toxic(results: list[AgentResult]) -> bool:
-        processed.append(list(results))
-        return all(result.processed["pass"] is False for result in results)
-
     assert (
         tribunal.on("after_agent", lambda result, index: seen.append((result, index))) is tribunal
     )
-    assert tribunal.process(not_toxic) is tribunal
     assert tribunal.timeout == 5
     assert tribunal.call() is tribunal
 
@@ -192,7 +199,7 @@ def test_something_that_is_not_a_judge(server: LoopbackServer) -> None:
 
 
 def test_declared_subclass(server: LoopbackServer) -> None:
-    """agents, timeout, verdict, on/before/after/callback declared in the class body."""
+    """agents, timeout, @rule and @hook declared in the class body."""
     script(
         server,
         {
@@ -210,23 +217,23 @@ def test_declared_subclass(server: LoopbackServer) -> None:
         agents = (Polite, Helpful, Accurate, Broken)
         timeout = 3
 
-        @Tribunal.verdict("majority", may_fail=1)
+        @rule("majority", may_fail=1)
         def passed(result: AgentResult) -> bool:
             return result.processed["pass"] is True
 
-        @Tribunal.on("after_agent")
+        @hook("after_agent")
         def show(result: AgentResult, index: int) -> None:
             log.append(("on after_agent", result.agent, index))
 
-        @Tribunal.after("agent")
+        @hook("after_agent")
         def also(result: AgentResult, index: int) -> None:
             log.append(("after agent", result.agent, index))
 
-        @Tribunal.callback("agent_error")
+        @hook("agent_error")
         def failed(name: str, error: Exception, index: int) -> None:
             log.append(("agent_error", name, type(error), index))
 
-        @Tribunal.before("verdict")
+        @hook("before_verdict")
         def drop_helpful(results: list[AgentResult]) -> list[AgentResult]:
             return [result for result in results if result.agent != "Helpful"]
 
@@ -252,13 +259,13 @@ def test_declared_subclass(server: LoopbackServer) -> None:
 
 
 def test_declared_process(server: LoopbackServer) -> None:
-    """@Tribunal.process in the class body computes the verdict from all results."""
+    """@process in the class body computes the verdict from all results."""
     script(server, {"A": says(True), "B": says(False), "C": says(True)})
 
     class Count(Tribunal):
         agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
 
-        @Tribunal.process
+        @process
         def passing(results: list[AgentResult]) -> int:
             return sum(1 for result in results if result.processed["pass"])
 
@@ -297,7 +304,7 @@ def test_may_fail_attribute_with_a_verdict_decorator(server: LoopbackServer) -> 
         agents = (judge(server, "Good"), judge(server, "Broken"))
         may_fail = 0
 
-        @Tribunal.verdict("majority")
+        @rule("majority")
         def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
@@ -306,21 +313,21 @@ def test_may_fail_attribute_with_a_verdict_decorator(server: LoopbackServer) -> 
         Strict(input="x").call()
 
 
-def test_evaluator_named_verdict(server: LoopbackServer) -> None:
-    """Naming the evaluator `verdict` still gives a nested-usable result()."""
-    script(server, {"Good": says(True)})
+def test_a_marked_function_cannot_hide_the_tribunals_own_names() -> None:
+    """`verdict` names the result only: an evaluator (or hook) of that name is refused."""
+    with pytest.raises(ConfigError, match=r"Panel.verdict: a function marked with rule, hook"):
 
-    class Panel(Tribunal):
-        agents = (judge(server, "Good"),)
+        class Panel(Tribunal):
+            @rule("unanimous")
+            def verdict(result: AgentResult) -> bool:
+                return bool(result.processed["pass"])
 
-        @Tribunal.verdict("unanimous")
-        def verdict(result: AgentResult) -> bool:
-            return bool(result.processed["pass"])
+    with pytest.raises(ConfigError, match=r"Logged.call: .* cannot be named 'call'"):
 
-    tribunal = Panel(input="x").call()
-    assert tribunal.verdict.value is True
-    assert tribunal.result().processed == {"verdict": True}
-    assert repr(tribunal) == "<Panel 1 judges, passed>"
+        class Logged(Tribunal):
+            @hook("after_call")
+            def call(results: list[AgentResult], errors: list[Any]) -> None:
+                pass
 
 
 # Hooks ----------------------------------------------------------------------------------
@@ -381,8 +388,8 @@ def test_before_verdict_replaces_the_results(server: LoopbackServer) -> None:
     """before_verdict's return value is what the verdict sees; None keeps the results."""
     script(server, {"Yes": says(True), "No": says(False)})
     tribunal = Tribunal(input="x", agents=[judge(server, "Yes"), judge(server, "No")])
-    tribunal.before("verdict", lambda results: None)
-    tribunal.before("verdict", lambda results: [r for r in results if r.processed["pass"]])
+    tribunal.on("before_verdict", lambda results: None)
+    tribunal.on("before_verdict", lambda results: [r for r in results if r.processed["pass"]])
     verdict = tribunal.call().verdict
     assert [result.agent for result in tribunal.results] == ["Yes", "No"]
     assert [vote.agent for vote in verdict.votes] == ["Yes"]
@@ -398,13 +405,12 @@ def test_instance_hooks_add_to_class_hooks_for_that_instance(server: LoopbackSer
     class Logged(Tribunal):
         agents = (judge(server, "A"),)
 
-        @Tribunal.after("call")
+        @hook("after_call")
         def log(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("class")
 
-    first = Logged(input="x")
-    assert first.after("call", lambda results, errors: seen.append("instance")) is first
-    first.process(lambda results: "instance process")
+    first = Logged(input="x", process=lambda results: "instance process")
+    assert first.on("after_call", lambda results, errors: seen.append("instance")) is first
     assert first.call().verdict.value == "instance process"
     assert seen == ["class", "instance"]
 
@@ -424,16 +430,16 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
     class Parent(Tribunal):
         agents = (A,)
 
-        @Tribunal.on("after_call")
+        @hook("after_call")
         def parent_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("parent")
 
     class Child(Parent):
-        @Parent.on("after_call")  # through the parent's name, still the child's
+        @hook("after_call")
         def child_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("child")
 
-        @Tribunal.verdict("at_least", 2)
+        @rule("at_least", 2)
         def passed(result: AgentResult) -> bool:
             return True
 
@@ -443,18 +449,9 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
     class Other(Tribunal):
         agents = (A,)
 
-        @Tribunal.on("after_call")
+        @hook("after_call")
         def other_hook(results: list[AgentResult], errors: list[Any]) -> None:
             seen.append("other")
-
-    def child_later(results: list[AgentResult], errors: list[Any]) -> None:
-        seen.append("child later")
-
-    assert Child.on("after_call", child_later) is child_later
-
-    @Sibling.after("call")
-    def sibling_later(results: list[AgentResult], errors: list[Any]) -> None:
-        seen.append("sibling later")
 
     def run(cls: type[Tribunal]) -> tuple[list[str], str]:
         seen.clear()
@@ -464,10 +461,10 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
     unanimous = "unanimous: every vote must pass"
     assert run(Parent) == (["parent"], unanimous)
     assert run(Child) == (
-        ["parent", "child", "child later"],
+        ["parent", "child"],
         "at_least(2): at least 2 votes must pass",
     )
-    assert run(Sibling) == (["parent", "sibling later"], unanimous)
+    assert run(Sibling) == (["parent"], unanimous)
     assert run(Other) == (["other"], unanimous)
     assert run(type("Plain", (Tribunal,), {"agents": [A]})) == ([], unanimous)
     seen.clear()
@@ -480,18 +477,13 @@ def test_subclasses_are_isolated(server: LoopbackServer) -> None:
     [
         lambda: Tribunal(input="x").on("after_lunch", print),
         lambda: Tribunal(input="x").on("after_lunch"),
-        lambda: Tribunal(input="x").after("lunch", print),
-        lambda: Tribunal(input="x").callback("error", print),
-        lambda: Tribunal.on("after_lunch"),
-        lambda: Tribunal.before("lunch"),
-        lambda: Tribunal.callback("error"),
+        lambda: hook("after_lunch"),
+        lambda: hook("error"),
     ],
 )
 def test_unknown_hook_lists_the_valid_ones(register: Any) -> None:
     """An unknown hook is a ValueError listing every valid hook."""
-    with pytest.raises(
-        ValueError, match=r"unknown Tribunal hook '(after_lunch|before_lunch|error)'"
-    ):
+    with pytest.raises(ValueError, match=r"unknown Tribunal hook '(after_lunch|error)'"):
         register()
     with pytest.raises(ValueError) as caught:
         register()
@@ -503,7 +495,7 @@ def test_unknown_hook_in_a_class_body() -> None:
     with pytest.raises(ValueError, match="unknown Tribunal hook 'after_party'"):
 
         class Bad(Tribunal):
-            @Tribunal.after("party")
+            @hook("after_party")
             def hook(self) -> None:
                 pass
 
@@ -511,7 +503,7 @@ def test_unknown_hook_in_a_class_body() -> None:
 def test_unknown_strategy_lists_the_valid_ones() -> None:
     """An unknown strategy is a ValueError listing the valid ones, wherever it is given."""
     with pytest.raises(ValueError, match="unknown verdict strategy 'plurality'") as caught:
-        Tribunal.verdict("plurality")
+        rule("plurality")
     assert VALID_STRATEGIES in str(caught.value)
     with pytest.raises(ValueError, match=VALID_STRATEGIES):
 
@@ -528,7 +520,7 @@ def test_bad_may_fail(may_fail: Any) -> None:
     with pytest.raises(ConfigError, match="may_fail expects None or a whole number >= 0"):
         Tribunal(input="x", may_fail=may_fail)
     with pytest.raises(ConfigError, match="may_fail expects None or a whole number >= 0"):
-        Tribunal.verdict("majority", may_fail=may_fail)
+        rule("majority", may_fail=may_fail)
 
 
 def test_unknown_stream() -> None:
@@ -564,7 +556,7 @@ def test_unanimous_and_majority(
 
 
 @pytest.mark.parametrize(
-    ("rule", "args", "field", "expected", "tally"),
+    ("name", "args", "field", "expected", "tally"),
     [
         ("at_least", (2,), "pass", True, "2/3"),
         ("at_least", (3,), "pass", False, "2/3"),
@@ -576,13 +568,13 @@ def test_unanimous_and_majority(
 )
 def test_parametrised_strategies(
     server: LoopbackServer,
-    rule: str,
+    name: str,
     args: tuple[Any, ...],
     field: str,
     expected: bool,
     tally: str,
 ) -> None:
-    """Tribunal.verdict("at_least", 2), ("fraction", 0.6), ("mean", 0.75) with an evaluator."""
+    """@rule("at_least", 2), ("fraction", 0.6), ("mean", 0.75) with an evaluator."""
     script(
         server,
         {
@@ -595,7 +587,7 @@ def test_parametrised_strategies(
     class Scored(Tribunal):
         agents = (judge(server, "A"), judge(server, "B"), judge(server, "C"))
 
-        @Tribunal.verdict(rule, *args)
+        @rule(name, *args)
         def vote(result: AgentResult) -> Any:
             return result.processed[field]
 
@@ -614,11 +606,11 @@ def test_process_takes_priority_over_a_strategy(server: LoopbackServer) -> None:
     class Both(Tribunal):
         agents = (judge(server, "A"), judge(server, "B"))
 
-        @Tribunal.verdict("unanimous")
+        @rule("unanimous")
         def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
-        @Tribunal.process
+        @process
         def failing(results: list[AgentResult]) -> int:
             return sum(1 for result in results if not result.processed["pass"])
 
@@ -629,8 +621,12 @@ def test_process_takes_priority_over_a_strategy(server: LoopbackServer) -> None:
     assert verdict.rule == "process: failing"
     assert [(vote.vote, vote.passed) for vote in verdict.votes] == [(True, True), (True, True)]
 
-    instance = Tribunal(input="x", agents=Both.agents, strategy="majority")
-    instance.process(lambda results: "decided by process")
+    instance = Tribunal(
+        input="x",
+        agents=Both.agents,
+        strategy="majority",
+        process=lambda results: "decided by process",
+    )
     assert instance.call().verdict.value == "decided by process"
 
 
@@ -940,7 +936,7 @@ def test_verdict_object(server: LoopbackServer) -> None:
     class Quality(Tribunal):
         agents = tuple(judge(server, n) for n in ("Polite", "Helpful", "Accurate", "Broken"))
 
-        @Tribunal.verdict("majority", may_fail=1)
+        @rule("majority", may_fail=1)
         def passed(result: AgentResult) -> bool:
             return bool(result.processed["pass"])
 
@@ -1052,17 +1048,17 @@ def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
     class AsyncHooks(Tribunal):
         agents = (judge(server, "Polite"), judge(server, "Rude"))
 
-        @Tribunal.before("call")
+        @hook("before_call")
         async def starting() -> None:
             await asyncio.sleep(0)
             log.append("before_call")
 
-        @Tribunal.before("verdict")
+        @hook("before_verdict")
         async def only_polite(results: list[AgentResult]) -> list[AgentResult]:
             await asyncio.sleep(0)
             return [result for result in results if result.agent == "Polite"]
 
-        @Tribunal.after("verdict")
+        @hook("after_verdict")
         async def done(verdict: Verdict) -> None:
             await asyncio.sleep(0)
             log.append(("after_verdict", verdict.value))
@@ -1084,7 +1080,7 @@ def test_async_hooks_and_process_are_awaited(server: LoopbackServer) -> None:
         await asyncio.sleep(0)
         return len(results)
 
-    processed = AsyncHooks(input="x").process(count).call()
+    processed = AsyncHooks(input="x", process=count).call()
     assert processed.verdict.value == 1
 
 
@@ -1165,3 +1161,123 @@ def test_the_default_timeout_grows_for_the_embedded_model_and_a_chosen_one_stays
 ) -> None:
     with scope.override(model=override):
         assert tribunal()._plan().timeout == expected
+
+
+# Declarations ---------------------------------------------------------------------------
+
+
+def test_a_marker_only_marks_and_each_class_collects_its_own() -> None:
+    """rule/hook/process return the function itself; a class adds its marks to a copy of
+    its parent's, so the parent, a sibling and Tribunal keep theirs."""
+
+    def parent_hook(results: list[AgentResult], errors: list[Any]) -> None:
+        pass
+
+    def child_hook(results: list[AgentResult], errors: list[Any]) -> None:
+        pass
+
+    def passed(result: AgentResult) -> bool:
+        return True
+
+    assert hook("after_call")(parent_hook) is parent_hook
+    Parent = type("Parent", (Tribunal,), {"agents": [Agent], "parent_hook": parent_hook})
+    Child = type(
+        "Child",
+        (Parent,),
+        {
+            "child_hook": hook("after_call")(child_hook),
+            "passed": rule("at_least", 2, may_fail=1)(passed),
+        },
+    )
+    Sibling = type("Sibling", (Parent,), {"may_fail": 0})
+
+    def plan(cls: type[Tribunal]) -> Any:
+        return cls()._plan()
+
+    assert plan(Parent).hooks == {"after_call": (parent_hook,)}
+    assert plan(Child).hooks == {"after_call": (parent_hook, child_hook)}
+    assert plan(Sibling).hooks == {"after_call": (parent_hook,)}
+    assert (plan(Child).strategy, plan(Child).evaluate) == (at_least(2), passed)
+    assert (plan(Parent).strategy, plan(Parent).evaluate) == (None, None)
+    assert (Parent.may_fail, Child.may_fail, Sibling.may_fail) == (None, 1, 0)
+    assert Child.passed is passed  # still a plain function on the class
+    assert plan(type("Plain", (Tribunal,), {"agents": [Agent]})).hooks == {}
+
+
+def test_an_instance_hook_leaves_the_class_unchanged() -> None:
+    """tribunal.on(event, fn) returns the tribunal; @tribunal.on(event) returns fn; either
+    adds to that instance only."""
+
+    class Logged(Tribunal):
+        agents = (Agent,)
+
+        @hook("after_call")
+        def log(results: list[AgentResult], errors: list[Any]) -> None:
+            pass
+
+    def mine(results: list[AgentResult], errors: list[Any]) -> None:
+        pass
+
+    first = Logged()
+    assert first.on("after_call", mine) is first
+
+    @first.on("before_call")
+    def starting() -> None:
+        pass
+
+    assert first._plan().hooks == {"after_call": (Logged.log, mine), "before_call": (starting,)}
+    assert Logged()._plan().hooks == {"after_call": (Logged.log,)}
+
+
+def test_a_process_for_one_instance() -> None:
+    """Tribunal(..., process=fn, strategy=..., evaluate=fn) for this instance only."""
+
+    def count(results: list[AgentResult]) -> int:
+        return len(results)
+
+    def vote(result: AgentResult) -> bool:
+        return True
+
+    plan = Tribunal(agents=[Agent], process=count, strategy="majority", evaluate=vote)._plan()
+    assert (plan.process, plan.strategy, plan.evaluate) == (count, majority(), vote)
+    plain = Tribunal(agents=[Agent])._plan()
+    assert (plain.process, plain.strategy, plain.evaluate) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (lambda: Tribunal.verdict("majority"), '@rule("majority", may_fail=1) in the class body'),
+        (lambda: Tribunal.on("after_agent"), '@hook("after_agent") in the class body'),
+        (lambda: Tribunal.before("call"), '@hook("before_<event>") in the class body'),
+        (lambda: Tribunal.after("agent"), '@hook("after_<event>") in the class body'),
+        (lambda: Tribunal.callback("agent_error"), "@hook(event) in the class body"),
+        (lambda: Tribunal.process, "@process in the class body"),
+        (lambda: Tribunal().before("call", print), 'tribunal.on("before_<event>", fn)'),
+        (lambda: Tribunal().after("call", print), 'tribunal.on("after_<event>", fn)'),
+        (lambda: Tribunal().callback("agent_error", print), "tribunal.on(event, fn)"),
+        (lambda: Tribunal().process(print), "Tribunal(..., process=fn)"),
+        (lambda: Harness().verdict, "harness.get_verdict(tribunal, input)"),
+    ],
+)
+def test_an_old_spelling_names_the_new_one(old: Callable[[], Any], new: str) -> None:
+    """The class-level registrars and harness.verdict of earlier releases fail, saying
+    what to write instead; a removed attribute stays absent (AttributeError)."""
+    with pytest.raises((ConfigError, AttributeError)) as raised:
+        old()
+    assert new in str(raised.value)
+    assert "docs/migration.md" in str(raised.value)
+
+
+def test_an_old_spelling_in_a_class_body_fails_when_the_class_is_defined() -> None:
+    with pytest.raises(ConfigError, match=r"Tribunal.verdict is spelled differently now: @rule"):
+
+        class Old(Tribunal):
+            @Tribunal.verdict("majority")
+            def passed(result: AgentResult) -> bool:
+                return True
+
+    assert not hasattr(Tribunal, "before")
+    assert not hasattr(Tribunal(), "process")
+    with pytest.raises(AttributeError, match=r"^'Tribunal' object has no attribute 'nope'$"):
+        _ = Tribunal().nope  # type: ignore[attr-defined]

@@ -11,17 +11,19 @@ import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from pytest_harness._report.tribunals import record
 from pytest_harness.testing import LoopbackServer, Reply
-from pytest_harness.tribunal import Tribunal, Verdict, Vote
+from pytest_harness.tribunal import Verdict, Vote
 
 CONFTEST = """
 import pytest
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 SCHEMA = {{
     "type": "object",
@@ -48,7 +50,7 @@ class Broken(Lenient):
 class Quality(Tribunal):
     agents = [Lenient, Strict, Lenient]
 
-    @Tribunal.verdict("majority", may_fail=1)
+    @rule("majority", may_fail=1)
     def passed(result):
         return result.processed["pass"]
 
@@ -355,9 +357,11 @@ def test_a_records_votes_hold_every_field_and_plain_votes() -> None:
         )
 
     votes = (vote("Scored", {"score": 4, "label": ["good"]}), vote("Odd", Odd()))
-    panel = Tribunal(input="x", agents=[])
-    panel.verdict = Verdict(tribunal="Tribunal", value=Odd(), passed=True, rule="r", votes=votes)
-    data = record(panel, None, "test_x")
+    verdict = Verdict(tribunal="Tribunal", value=Odd(), passed=True, rule="r", votes=votes)
+    ran = SimpleNamespace(  # what record() reads of a Tribunal that ran
+        name="Tribunal", verdict=verdict, results=[], errors=[], agents=[], execution_time=0.5
+    )
+    data = record(ran, None, "test_x")
     assert data["votes"] == [
         dataclasses.asdict(votes[0]),
         {**dataclasses.asdict(votes[1]), "vote": "<odd>"},

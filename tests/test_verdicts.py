@@ -256,7 +256,7 @@ def test_default_vote_without_a_vote_field(processed: Any) -> None:
     message = str(caught.value)
     assert "cannot tell the vote of judge Judge" in message
     assert "verdict, pass, passed, result, score" in message
-    assert "@Tribunal.verdict" in message
+    assert "@rule('majority')" in message
 
 
 def test_reason_of() -> None:

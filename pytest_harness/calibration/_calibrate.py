@@ -254,8 +254,10 @@ async def ask(tribunal: type[Tribunal], input: Any, context: Any, agents: Any, n
     except AllAgentsFailed as error:
         failed[None] = describe(error).splitlines()[0]
         return Asked(panel=None, votes=(None,) * n, errors=failed)
-    votes, errors = _votes(panel.verdict.votes, answered, n)
-    passed: bool | None = bool(panel.verdict.passed)
+    verdict = panel.verdict
+    assert verdict is not None  # acall() returned: the verdict was reached
+    votes, errors = _votes(verdict.votes, answered, n)
+    passed: bool | None = bool(verdict.passed)
     if declared is not None and len(failed) > declared:
         passed = None
         errors[None] = f"{len(failed)} of the judges failed, more than may_fail={declared}"

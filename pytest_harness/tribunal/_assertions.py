@@ -1,4 +1,4 @@
-"""Tribunals as assertions: ``assert_verdict``.
+"""Tribunals as assertions: ``assert_verdict``, and ``get_verdict`` that only returns it.
 
 A failing verdict raises ``AssertionError`` whose message is the tribunal's vote table (judge,
 model, vote, reason, time, tokens), the rule, and any judge errors. A panel where every judge
@@ -46,9 +46,9 @@ def assert_verdict(
     except AllAgentsFailed as error:
         raise AssertionError(failure_message(panel, error)) from None
     verdict = panel.verdict
-    if not verdict:
+    if verdict is None or not verdict:
         raise AssertionError(failure_message(panel))
-    return verdict  # type: ignore[no-any-return]
+    return verdict
 
 
 def get_verdict(
@@ -68,7 +68,8 @@ def get_verdict(
         AllAgentsFailed: every judge failed, or more than the panel's ``may_fail``.
     """
     panel = panel_for(tribunal, input, context=context, params=params, memory=memory, **options)
-    verdict: Verdict = panel.call().verdict
+    verdict = panel.call().verdict
+    assert verdict is not None  # call() returns once the verdict is reached
     return verdict
 
 

@@ -1,9 +1,8 @@
 """Running a panel: judges as tasks on one loop, the deadline, the hooks, and the verdict.
 
-``decide`` turns a panel's results into its ``Verdict``: one ``Vote`` per judge, the rule's
-decision (or the tribunal's ``process`` function's), totals and agreement.
-
-The verdict rules (unanimous, majority, at_least, fraction, mean) are ``Strategy`` values.
+A ``Plan`` (a tribunal's declarations for one run) goes in; ``run_judges`` returns the
+judges' ``Outcome`` and ``reach_verdict`` the same with its ``Verdict``. The verdict rules
+(unanimous, majority, at_least, fraction, mean) are ``Strategy`` values.
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
 
 from pytest_harness import _model
 from pytest_harness import _scope as scope
@@ -34,7 +33,8 @@ from pytest_harness.errors import (
 VOTE_KEYS = ("verdict", "pass", "passed", "result", "score")
 REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "why")
 
-Evaluator: TypeAlias = Callable[[Any], Any]
+Evaluator: TypeAlias = Callable[[Any], Any]  # one judge's result -> its vote
+Process: TypeAlias = Callable[[list[Any]], Any]  # every result -> the verdict's value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +123,7 @@ async def decide(
     errors: Sequence[Mapping[str, Any]],
     strategy: Strategy | None,
     evaluate: Evaluator | None,
-    process: Callable[[list[Any]], Any] | None,
+    process: Process | None,
     may_fail: int | None,
     execution_time: float | None,
 ) -> Verdict:
@@ -210,7 +210,7 @@ def default_vote(result: Any) -> Any:
     raise ConfigError(
         f"cannot tell the vote of judge {getattr(result, 'agent', '?')}: its output "
         f"{processed!r:.120} has none of the fields {', '.join(VOTE_KEYS)}. Declare an "
-        "evaluator: @Tribunal.verdict('majority') def passed(result): return ..."
+        "evaluator: @rule('majority') def passed(result): return ..."
     )
 
 
@@ -394,85 +394,109 @@ class Plan:
     hooks: Mapping[str, Sequence[Hook]]
     strategy: Strategy | None
     evaluate: Evaluator | None
-    process: Callable[[list[Any]], Any] | None
+    process: Process | None
     timeout: float | None
     may_fail: int | None
     streams: Mapping[str, Callable[..., Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class TribunalDone:
-    """What a run reports to the scope's listeners (topic ``"tribunal"``) when it ends.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What one run of a panel produced (a ``Tribunal`` shows its last one).
 
     Attributes:
-        tribunal: the tribunal (the run's outcome); ``verdict`` is None without a verdict.
-        error: what the run raised (``AllAgentsFailed``, a cassette miss, ...), or None.
+        results: each judge's result, in panel order (judges that failed are not in it).
+        errors: ``{"agent": name, "error": exception}`` for each judge that failed.
+        agent_execution_times: ``{"agent": name, "time": seconds}`` for each judge.
+        execution_time: wall seconds of the judges' run (None: not run).
+        verdict: the verdict (None: not reached).
     """
 
-    tribunal: Any
-    error: BaseException | None
+    results: tuple[Any, ...] = ()
+    errors: tuple[dict[str, Any], ...] = ()
+    agent_execution_times: tuple[dict[str, Any], ...] = ()
+    execution_time: float | None = None
+    verdict: Verdict | None = None
 
 
-class Outcome(Protocol):
-    """Where a run writes what it produced, as it goes (a ``Tribunal`` is one)."""
-
-    results: list[Any]
-    errors: list[dict[str, Any]]
-    agent_execution_times: list[dict[str, Any]]
-    execution_time: float | None
-    verdict: Verdict | None
-
-
-async def run(plan: Plan, outcome: Outcome) -> None:
-    """Run the panel; fill ``outcome`` with results, errors, times and the verdict.
+async def run_judges(plan: Plan) -> Outcome:
+    """Run every judge concurrently (hooks ``before_call`` to ``after_call``); no verdict yet.
 
     Raises:
-        AllAgentsFailed: every judge failed, or more than ``may_fail`` did.
+        CassetteMiss, ConfigError, ...: an error of the test's set-up rather than a judge's.
     """
-    if not plan.judges:
-        raise ConfigError(
-            f"{plan.name} has no judges: declare `agents = [...]` on the class or pass agents=[...]"
-        )
     if not scope.current().replay:  # a replayed judge's call needs no litellm
         _model.load()  # the import blocks the loop: it must not count against the deadline
     await fire(plan, "before_call")
     _emit(plan, "tribunal", TribunalEvent(kind="started", tribunal=plan.name))
     started = time.perf_counter()
-    try:
-        await _run_judges(plan, outcome, started)
-        _check_failures(plan, outcome)
-        chosen = await transform(plan, "before_verdict", list(outcome.results))
-        outcome.verdict = await decide(
-            plan.name,
-            chosen,
-            judged=outcome.results,
-            errors=outcome.errors,
-            strategy=plan.strategy,
-            evaluate=plan.evaluate,
-            process=plan.process,
-            may_fail=plan.may_fail,
-            execution_time=outcome.execution_time,
-        )
-    except BaseException as error:
-        _emit(plan, "tribunal", TribunalEvent(kind="failed", tribunal=plan.name, error=error))
-        scope.emit("tribunal", TribunalDone(outcome, error))
-        raise
-    await fire(plan, "after_verdict", outcome.verdict)
-    _emit(
-        plan,
-        "tribunal",
-        TribunalEvent(kind="finished", tribunal=plan.name, verdict=outcome.verdict),
-    )
-    scope.emit("tribunal", TribunalDone(outcome, None))
-
-
-async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
     tasks: list[asyncio.Task[Any]] = []
     starts: list[float] = []
     for index, judge in enumerate(plan.judges):
         await fire(plan, "before_agent", judge, index)
         starts.append(time.perf_counter())
         tasks.append(asyncio.ensure_future(_judge(plan, judge, index)))
+    pending = await _wait(plan, tasks, started)
+    execution_time = round(time.perf_counter() - started, 3)
+    results: list[Any] = []
+    errors: list[dict[str, Any]] = []
+    times: list[dict[str, Any]] = []
+    for index, (task, judge) in enumerate(zip(tasks, plan.judges, strict=True)):
+        name = _name(judge)
+        if task in pending:
+            elapsed = round(time.perf_counter() - starts[index], 3)
+            error: BaseException | None = _timed_out(plan, judge, name)
+            result: Any = None
+            _agent_event(plan, "timed_out", name, index, time=elapsed, error=error)
+        else:
+            result, error, elapsed = task.result()
+        times.append({"agent": name, "time": elapsed})
+        if error is None:
+            results.append(result)
+            await fire(plan, "after_agent", result, index)
+        else:
+            errors.append({"agent": name, "error": error})
+            await fire(plan, "agent_error", name, error, index)
+    await fire(plan, "after_call", results, errors)
+    return Outcome(
+        results=tuple(results),
+        errors=tuple(errors),
+        agent_execution_times=tuple(times),
+        execution_time=execution_time,
+    )
+
+
+async def reach_verdict(plan: Plan, judged: Outcome) -> Outcome:
+    """``judged`` with its verdict (hooks ``before_verdict`` and ``after_verdict``).
+
+    Raises:
+        AllAgentsFailed: every judge failed, or more than ``may_fail`` did.
+    """
+    _check_failures(plan, judged)
+    chosen = await transform(plan, "before_verdict", list(judged.results))
+    verdict = await decide(
+        plan.name,
+        chosen,
+        judged=judged.results,
+        errors=judged.errors,
+        strategy=plan.strategy,
+        evaluate=plan.evaluate,
+        process=plan.process,
+        may_fail=plan.may_fail,
+        execution_time=judged.execution_time,
+    )
+    await fire(plan, "after_verdict", verdict)
+    _emit(plan, "tribunal", TribunalEvent(kind="finished", tribunal=plan.name, verdict=verdict))
+    return replace(judged, verdict=verdict)
+
+
+def announce_failure(plan: Plan, error: BaseException) -> None:
+    """Tell the ``tribunal`` stream that the run failed, and why."""
+    _emit(plan, "tribunal", TribunalEvent(kind="failed", tribunal=plan.name, error=error))
+
+
+async def _wait(plan: Plan, tasks: list[asyncio.Task[Any]], started: float) -> set[Any]:
+    """Wait for the judges until the deadline; the tasks cut off by it (cancelled)."""
     pending = set(tasks)  # every judge, should the panel itself be cancelled while waiting
     try:
         _, pending = await asyncio.wait(tasks, timeout=plan.timeout)
@@ -490,29 +514,15 @@ async def _run_judges(plan: Plan, outcome: Outcome, started: float) -> None:
     for task in tasks:
         if task not in pending and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
-    outcome.execution_time = round(time.perf_counter() - started, 3)
-    outcome.results, outcome.errors, outcome.agent_execution_times = [], [], []
-    for index, (task, judge) in enumerate(zip(tasks, plan.judges, strict=True)):
-        name = _name(judge)
-        if task in pending:
-            elapsed = round(time.perf_counter() - starts[index], 3)
-            error: BaseException | None = AgentTimeout(
-                f"Agent {name} timed out after {plan.timeout:g}s, the timeout of panel "
-                f"{plan.name} ({DEFAULT_TIMEOUT:g} s unless the tribunal sets one; "
-                f"{LOCAL_TIMEOUT:g} s for the embedded model). {_timeout_fix(plan, judge)}"
-            )
-            result: Any = None
-            _agent_event(plan, "timed_out", name, index, time=elapsed, error=error)
-        else:
-            result, error, elapsed = task.result()
-        outcome.agent_execution_times.append({"agent": name, "time": elapsed})
-        if error is None:
-            outcome.results.append(result)
-            await fire(plan, "after_agent", result, index)
-        else:
-            outcome.errors.append({"agent": name, "error": error})
-            await fire(plan, "agent_error", name, error, index)
-    await fire(plan, "after_call", outcome.results, outcome.errors)
+    return pending
+
+
+def _timed_out(plan: Plan, judge: Any, name: str) -> AgentTimeout:
+    return AgentTimeout(
+        f"Agent {name} timed out after {plan.timeout:g}s, the timeout of panel "
+        f"{plan.name} ({DEFAULT_TIMEOUT:g} s unless the tribunal sets one; "
+        f"{LOCAL_TIMEOUT:g} s for the embedded model). {_timeout_fix(plan, judge)}"
+    )
 
 
 async def _judge(plan: Plan, judge: Any, index: int) -> tuple[Any, Any, float]:
@@ -549,6 +559,7 @@ async def _verdict_of(plan: Plan, judge: Any, name: str) -> Any:
 
 
 def _check_failures(plan: Plan, outcome: Outcome) -> None:
+    """``AllAgentsFailed`` when every judge failed, or more than ``may_fail`` did."""
     errors, may_fail = outcome.errors, plan.may_fail
     if not errors:
         return

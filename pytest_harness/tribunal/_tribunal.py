@@ -1,19 +1,17 @@
 """Tribunal: a panel of judge agents run concurrently over one input, and their verdict.
 
-A tribunal class's declarations (hooks, verdict rule, ``process``) are checked here.
-``Declarations`` is plain data: each ``Tribunal`` subclass holds its own copy, filled from
-its parent's and from the decorators in its class body. A decorator used in a class body
-cannot reach the class (it does not exist yet), so it ``mark``s the function and the class
-``apply``s the marks when it is created.
+A subclass declares its judges and settings as class attributes, and its rule, ``process``
+function and hooks with the decorators ``rule``, ``process`` and ``hook``. A decorator only
+marks the function; ``Tribunal.__init_subclass__`` collects the marks into the class's own
+``Declarations``, a copy of its parent's, so a subclass never changes its parent.
 """
 
 from __future__ import annotations
 
-import sys
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MethodType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from pytest_harness import _aio
 from pytest_harness import _model as model
@@ -27,9 +25,9 @@ from pytest_harness.tribunal._panel import (
     LOCAL_TIMEOUT,
     Evaluator,
     Hook,
+    Process,
     Strategy,
     Verdict,
-    strategy,
 )
 
 VALID_HOOKS = (
@@ -42,16 +40,129 @@ VALID_HOOKS = (
     "after_verdict",
 )
 VALID_STREAMS = ("token", "agent", "tribunal")
-UNSET: Any = object()  # "not given": None is a meaningful timeout / may_fail
-_MARK = "__harness_tribunal__"
+_MARK = "__harness_tribunal__"  # the attribute a decorator sets on the function it marks
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ClassDefault(enum.Enum):
+    """The default of a setting for which None means something (no limit): the class's."""
+
+    CLASS_DEFAULT = "the class's value"
+
+
+CLASS_DEFAULT = ClassDefault.CLASS_DEFAULT
+
+
+def rule(
+    strategy: str | Strategy, *args: Any, may_fail: int | ClassDefault | None = CLASS_DEFAULT
+) -> Callable[[F], F]:
+    """Mark the function that reads one judge's vote, and the rule that counts the votes.
+
+    Used in a Tribunal class body; the decorated function gets one judge's ``AgentResult``
+    and returns its vote:
+
+        class ReplyQuality(Tribunal):
+            agents = [Politeness, Accuracy, Helpfulness]
+
+            @rule("majority", may_fail=1)
+            def passed(result):
+                return result.processed["pass"] is True
+
+    Without a rule the votes are read from the judge's reply (its ``verdict``, ``pass``,
+    ``passed``, ``result`` or ``score`` field) and must be unanimous; a class attribute
+    ``strategy = "majority"`` changes only the rule.
+
+    Args:
+        strategy: the rule, by name, with its argument in ``args``:
+
+            - ``"unanimous"``: every vote passes (and there is at least one);
+            - ``"majority"``: more than half of the votes pass;
+            - ``"at_least", k``: at least ``k`` votes pass;
+            - ``"fraction", min``: a share of at least ``min`` (0 < min <= 1) passes;
+            - ``"mean", min``: the votes are scores whose mean is at least ``min``.
+
+            A vote passes when it is truthy (text: ``"true"``, ``"yes"``, ``"pass"``...).
+        *args: the rule's argument (``k`` or ``min``).
+        may_fail: judge errors tolerated before ``AllAgentsFailed`` (None: any number, as
+            long as one judge answers); by default the class's ``may_fail``.
+
+    Raises:
+        ConfigError: an unknown rule (the message lists the valid ones), a wrong argument,
+            or a ``may_fail`` that is not None or a whole number >= 0.
+    """
+    built = panel.strategy(strategy, *args)
+    if may_fail is not CLASS_DEFAULT:
+        check_may_fail(may_fail)
+
+    def mark(evaluate: F) -> F:
+        return _mark(evaluate, ("rule", built, may_fail))
+
+    return mark
+
+
+def hook(event: str) -> Callable[[F], F]:
+    """Mark a function to be called at ``event`` of every run of the Tribunal class.
+
+    Used in a Tribunal class body (for one instance only: ``tribunal.on(event, fn)``). A
+    coroutine function is awaited. The events, in the order they happen, and what the hook
+    gets:
+
+    - ``before_call()``: before the first judge starts;
+    - ``before_agent(agent, index)``: before each judge starts (the judge, built with the
+      tribunal's input; its place in ``agents``);
+    - ``after_agent(result, index)``: for each judge that answered, its ``AgentResult``;
+    - ``agent_error(name, error, index)``: for each judge that failed or timed out;
+    - ``after_call(results, errors)``: once every judge is done (``errors``: one
+      ``{"agent": name, "error": exception}`` per failed judge);
+    - ``before_verdict(results)``: may return the results the verdict is computed from
+      instead (None keeps them);
+    - ``after_verdict(verdict)``: with the ``Verdict``.
+
+    ``after_agent`` and ``agent_error`` follow the panel's order, once every judge is done:
+
+        class Logged(Tribunal):
+            @hook("agent_error")
+            def log(name, error, index):
+                print(f"judge {name} failed: {error}")
+
+    Raises:
+        ConfigError: an unknown event; the message lists the seven.
+    """
+    check_hook(event)
+
+    def mark(fn: F) -> F:
+        return _mark(fn, ("hook", event))
+
+    return mark
+
+
+def process(fn: F) -> F:
+    """Mark the function that computes the verdict from every judge's result.
+
+    Used in a Tribunal class body (for one instance only: ``Tribunal(..., process=fn)``). It
+    gets the list of ``AgentResult`` (after ``before_verdict``) and returns the verdict's
+    value, which passes when truthy. It takes priority over the ``rule``, whose votes are
+    still shown:
+
+        class Count(Tribunal):
+            @process
+            def two_of_three(results):
+                return sum(r.processed["pass"] for r in results) >= 2
+    """
+    return _mark(fn, ("process",))
+
+
+def _mark(fn: F, declaration: tuple[Any, ...]) -> F:
+    setattr(fn, _MARK, [*getattr(fn, _MARK, ()), declaration])
+    return fn
 
 
 @dataclass
 class Declarations:
-    """A tribunal class's own declarations (copied, never shared, by subclasses)."""
+    """A tribunal class's rule, ``process`` function and hooks (copied by subclasses)."""
 
     hooks: dict[str, list[Hook]] = field(default_factory=dict)
-    process: Callable[[list[Any]], Any] | None = None
+    process: Process | None = None
     strategy: Strategy | None = None
     evaluate: Evaluator | None = None
     may_fail: int | None = None
@@ -60,31 +171,19 @@ class Declarations:
         hooks = {event: list(fns) for event, fns in self.hooks.items()}
         return Declarations(hooks, self.process, self.strategy, self.evaluate, self.may_fail)
 
-    def apply(self, fn: Any) -> bool:
-        """Apply the declarations marked on ``fn`` in a class body; whether it had any."""
-        declarations = getattr(fn, _MARK, ())
-        for kind, *args in declarations:
+    def collect(self, fn: Any) -> bool:
+        """Add the declarations marked on ``fn``; whether it had any."""
+        marks = getattr(fn, _MARK, ()) if callable(fn) else ()
+        for kind, *args in marks:
             if kind == "hook":
                 self.hooks.setdefault(args[0], []).append(fn)
             elif kind == "process":
                 self.process = fn
             else:
                 self.strategy, self.evaluate = args[0], fn
-                if args[1] is not UNSET:
+                if args[1] is not CLASS_DEFAULT:
                     self.may_fail = args[1]
-        return bool(declarations)
-
-
-def in_class_body(depth: int) -> bool:
-    """Whether the frame ``depth`` calls above the caller is a class body being executed."""
-    names = sys._getframe(depth + 1).f_locals
-    return "__module__" in names and "__qualname__" in names
-
-
-def mark(fn: Hook, *declaration: Any) -> Hook:
-    """Remember a declaration on ``fn``, for the class being defined to apply."""
-    setattr(fn, _MARK, [*getattr(fn, _MARK, ()), declaration])
-    return fn
+        return bool(marks)
 
 
 def check_hook(event: str) -> str:
@@ -114,108 +213,93 @@ def check_streams(streams: Mapping[str, Callable[..., Any]]) -> dict[str, Callab
     return dict(streams)
 
 
-class _ClassOrInstance:
-    """A method that works on the class (declaration) and on an instance (this run only)."""
+def _respelled(old: str) -> str:
+    """The error message for an old spelling (``Tribunal.before``...): the new one."""
+    from pytest_harness import _migration
 
-    def __init__(self, on_class: Callable[..., Any], on_instance: Callable[..., Any]) -> None:
-        self._on_class, self._on_instance = on_class, on_instance
-
-    def __get__(self, obj: Any, owner: type) -> Any:
-        return (
-            MethodType(self._on_class, owner) if obj is None else MethodType(self._on_instance, obj)
-        )
+    return _migration.respelled(old)
 
 
-class _VerdictAttribute:
-    """``Tribunal.verdict(...)`` declares the rule; ``tribunal.verdict`` is the outcome."""
+def _refuse(old: str) -> Callable[..., NoReturn]:
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
+        raise ConfigError(_respelled(old))
 
-    def __get__(self, obj: Any, owner: type) -> Any:
-        return MethodType(_declare_verdict, owner) if obj is None else obj._verdict
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj._verdict = value
+    return refused
 
 
-def _class_on(cls: type[Tribunal], event: str, fn: Hook | None = None, _depth: int = 1) -> Any:
-    check_hook(event)
-    if fn is not None:
-        cls._declarations.hooks.setdefault(event, []).append(fn)
-        return fn
-    if in_class_body(_depth):  # the user's frame, _depth calls up: a class body?
-        return lambda hook: mark(hook, "hook", event)
-    return lambda hook: _class_on(cls, event, hook)
+class _TribunalType(type):
+    """Tribunal's metaclass, there only to name the new spelling of an old class-level one.
+
+    ``Tribunal.before/after/callback/process`` are gone (``__getattr__`` answers); ``on`` and
+    ``verdict`` are an instance's method and result now, so calling them on the class (as in
+    ``@Tribunal.verdict("majority")``) is refused here: a metaclass's property comes before
+    the class's own attribute when the class is asked, never when an instance is.
+    """
+
+    @property
+    def on(cls) -> Callable[..., NoReturn]:
+        return _refuse("Tribunal.on")
+
+    @property
+    def verdict(cls) -> Callable[..., NoReturn]:
+        return _refuse("Tribunal.verdict")
+
+    if not TYPE_CHECKING:  # mypy still reports an unknown attribute
+
+        def __getattr__(cls, name: str) -> NoReturn:
+            if name in ("before", "after", "callback", "process"):
+                raise AttributeError(_respelled(f"Tribunal.{name}"), name=name)
+            raise AttributeError(
+                f"type object {cls.__name__!r} has no attribute {name!r}", name=name
+            )
 
 
-def _instance_on(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
-    check_hook(event)
-    if fn is None:
+class Tribunal(metaclass=_TribunalType):
+    """A panel of judges that run concurrently over one input and reach a ``Verdict``.
 
-        def register(hook: Hook) -> Hook:
-            self._hooks.setdefault(event, []).append(hook)
-            return hook
+    Declare a panel as a subclass: its judges and settings as class attributes, and its
+    rule, hooks and ``process`` function with the decorators ``rule``, ``hook`` and
+    ``process``. Then run it with ``assert_verdict``, ``get_verdict``, or ``call()``:
 
-        return register
-    self._hooks.setdefault(event, []).append(fn)
-    return self
+        class ReplyQuality(Tribunal):
+            agents = [Politeness, Accuracy, Helpfulness]
+            timeout = 30
 
+            @rule("majority", may_fail=1)
+            def passed(result):
+                return result.processed["pass"] is True
 
-def _class_process(cls: type[Tribunal], fn: Callable[[list[Any]], Any]) -> Any:
-    if in_class_body(1):
-        return mark(fn, "process")
-    cls._declarations.process = fn
-    return fn
+            @hook("agent_error")
+            def log(name, error, index):
+                print(name, error)
 
+        verdict = ReplyQuality(input=reply).call().verdict
 
-def _instance_process(self: Tribunal, fn: Callable[[list[Any]], Any]) -> Tribunal:
-    self._process = fn
-    return self
+    A subclass starts from its parent's declarations and adds its own; the parent is never
+    changed. ``Tribunal(...)`` itself, with ``agents=[...]``, is a panel too.
 
-
-def _declare_verdict(
-    cls: type[Tribunal], rule: str | Strategy, *args: Any, may_fail: Any = UNSET
-) -> Callable[[Evaluator], Evaluator]:
-    """Declare the verdict rule and its per-judge evaluator (a decorator)."""
-    built = strategy(rule, *args)
-    if may_fail is not UNSET:  # not given: keep the class's may_fail
-        check_may_fail(may_fail)
-    body = in_class_body(1)
-
-    def declare(evaluate: Evaluator) -> Evaluator:
-        if body:
-            return mark(evaluate, "verdict", built, may_fail)
-        cls._declarations.strategy, cls._declarations.evaluate = built, evaluate
-        if may_fail is not UNSET:
-            cls._declarations.may_fail = may_fail
-        return evaluate
-
-    return declare
-
-
-def _alias(prefix: str) -> _ClassOrInstance:
-    def on_class(cls: type[Tribunal], event: str, fn: Hook | None = None) -> Any:
-        return _class_on(cls, prefix + event, fn, _depth=2)
-
-    def on_instance(self: Tribunal, event: str, fn: Hook | None = None) -> Any:
-        return _instance_on(self, prefix + event, fn)
-
-    return _ClassOrInstance(on_class, on_instance)
-
-
-class Tribunal:
-    """A panel of judges over one input. See the module docstring for the whole API.
-
-    Args:
+    Attributes:
+        agents: class attribute: the judges (Agent or Tribunal classes, built with the
+            tribunal's input, or instances, run as they are).
+        timeout: class attribute: seconds the whole panel may take (None: no limit);
+            ``DEFAULT_TIMEOUT``, 7 s, unless a class sets one (``LOCAL_TIMEOUT``, 180 s,
+            when that default meets a judge on the embedded model).
+        may_fail: judge errors tolerated before ``AllAgentsFailed`` (None: any number, as long
+            as one judge answers); a class attribute, or ``rule(..., may_fail=...)``.
+        strategy: class attribute: the rule by name (``"majority"``), votes read from the
+            judges' replies; ``rule`` sets it with its own vote reader.
         input: what the judges judge.
         context: extra facts given to every judge.
-        params: litellm parameters given to every judge (``temperature``, ...).
-        memory: earlier messages (or notes) given to every judge.
-        agents: the judges (Agent or Tribunal classes or instances); default: the class's.
-        timeout: seconds the whole panel may take (None: no limit); default: the class's
-            (``DEFAULT_TIMEOUT``, 7 s, unless a class sets one; ``LOCAL_TIMEOUT``, 180 s,
-            when that default meets a judge on the embedded model).
-        streams: ``{"token": fn(agent, delta), "agent": fn(event), "tribunal": fn(event)}``.
-        may_fail: judge errors tolerated before ``AllAgentsFailed``; default: the class's.
-        strategy / evaluate: the verdict rule for this instance (default: the class's).
+        params: litellm parameters given to every judge.
+        memory: earlier messages given to every judge.
+        streams: the callbacks given as ``streams``.
+        results: each judge's ``AgentResult`` of the last run, in panel order (judges that
+            failed are not in it).
+        errors: ``{"agent": name, "error": exception}`` for each judge of the last run that
+            failed or timed out.
+        agent_execution_times: ``{"agent": name, "time": seconds}`` for each judge.
+        execution_time: wall seconds of the last run (None before ``call()``).
+        verdict: the last run's ``Verdict``; None before ``call()``, or when the run failed.
     """
 
     agents: Sequence[Any] = ()
@@ -224,30 +308,20 @@ class Tribunal:
     strategy: str | Strategy | None = None
     _declarations: ClassVar[Declarations] = Declarations()
 
-    on = _ClassOrInstance(_class_on, _instance_on)
-    before = _alias("before_")
-    after = _alias("after_")
-    callback = _alias("")
-    process = _ClassOrInstance(_class_process, _instance_process)
-    verdict = _VerdictAttribute()
-
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        parent = next(base for base in cls.__mro__[1:] if issubclass(base, Tribunal))
-        config = parent._declarations.copy()
-        own = cls.__dict__
-        if "strategy" in own and own["strategy"] is not None:
-            config.strategy = strategy(own["strategy"])
+        declared = cls._declarations.copy()  # the parent's, copied
+        own = vars(cls)
+        if own.get("strategy") is not None:
+            declared.strategy = panel.strategy(own["strategy"])
         if "may_fail" in own:
             check_may_fail(own["may_fail"])
-            config.may_fail = own["may_fail"]
+            declared.may_fail = own["may_fail"]
         for name, value in list(own.items()):
-            if config.apply(value):
-                if hasattr(Tribunal, name):  # `def verdict(result)` must not hide the API
-                    delattr(cls, name)
-                else:
-                    setattr(cls, name, staticmethod(value))
-        cls._declarations = config
+            if declared.collect(value):
+                _keep_as_function(cls, name, value)
+        cls.may_fail = declared.may_fail  # what @rule(..., may_fail=...) chose, if it did
+        cls._declarations = declared
 
     def __init__(
         self,
@@ -257,35 +331,106 @@ class Tribunal:
         memory: Any = None,
         *,
         agents: Sequence[Any] | None = None,
-        timeout: float | object | None = UNSET,
-        streams: Mapping[str, Callable[..., Any]] | None = None,
-        may_fail: int | object | None = UNSET,
+        timeout: float | ClassDefault | None = CLASS_DEFAULT,
+        may_fail: int | ClassDefault | None = CLASS_DEFAULT,
         strategy: str | Strategy | None = None,
         evaluate: Evaluator | None = None,
+        process: Process | None = None,
+        streams: Mapping[str, Callable[..., Any]] | None = None,
     ) -> None:
-        config = type(self)._declarations
+        """A panel over ``input``; a keyword given here holds for this instance only.
+
+        Args:
+            input: what the judges judge.
+            context: extra facts given to every judge.
+            params: litellm parameters given to every judge (``temperature``, ...).
+            memory: earlier messages (or notes) given to every judge.
+            agents: the judges; by default the class's.
+            timeout: seconds the whole panel may take (None: no limit); by default the
+                class's.
+            may_fail: judge errors tolerated before ``AllAgentsFailed`` (None: any number, as
+                long as one judge answers); by default the class's.
+            strategy: the rule by name or as a ``Strategy`` (see ``rule``); by default the
+                class's.
+            evaluate: the function reading one judge's vote; by default the class's.
+            process: the function computing the verdict from all results (see
+                ``process``); by default the class's.
+            streams: ``{"token": fn(agent, delta), "agent": fn(event), "tribunal":
+                fn(event)}``, the events being ``TribunalEvent``s.
+
+        Raises:
+            ConfigError: an unknown strategy or stream, or a bad ``may_fail``.
+        """
+        declared = type(self)._declarations
         self.input = input
         self.context = dict(context or {})
         self.params = params
         self.memory = memory
         self.agents = list(agents if agents is not None else type(self).agents)
-        self.timeout: float | None = type(self).timeout if timeout is UNSET else timeout  # type: ignore[assignment]
-        self._timeout_chosen = timeout is not UNSET or any(
+        self.timeout = type(self).timeout if timeout is CLASS_DEFAULT else timeout
+        self._timeout_chosen = timeout is not CLASS_DEFAULT or any(
             "timeout" in vars(cls) for cls in type(self).__mro__ if cls is not Tribunal
         )
-        chosen: Any = config.may_fail if may_fail is UNSET else may_fail
-        check_may_fail(chosen)
-        self.may_fail: int | None = chosen
-        self._hooks = {event: list(fns) for event, fns in config.hooks.items()}
-        self._process = config.process
-        self._strategy = panel.strategy(strategy) if strategy is not None else config.strategy
-        self._evaluate = evaluate or config.evaluate
+        self.may_fail = declared.may_fail if may_fail is CLASS_DEFAULT else may_fail
+        check_may_fail(self.may_fail)
+        self._hooks = {event: list(fns) for event, fns in declared.hooks.items()}
+        self._strategy = panel.strategy(strategy) if strategy is not None else declared.strategy
+        self._evaluate = evaluate or declared.evaluate
+        self._process = process or declared.process
         self.streams = check_streams(streams or {})
-        self.results: list[AgentResult] = []
-        self.errors: list[dict[str, Any]] = []
-        self.agent_execution_times: list[dict[str, Any]] = []
-        self.execution_time: float | None = None
-        self._verdict: Verdict | None = None
+        self._outcome = panel.Outcome()
+
+    def on(self, event: str, fn: Hook | None = None) -> Any:
+        """Add a hook for ``event`` to this instance only, after the class's hooks.
+
+        ``tribunal.on("after_agent", fn)`` returns the tribunal (so calls chain);
+        ``@tribunal.on("after_agent")`` decorates ``fn`` and returns it. The events and their
+        arguments are listed under ``hook``.
+
+        Raises:
+            ConfigError: an unknown event; the message lists the seven.
+        """
+        check_hook(event)
+        if fn is not None:
+            self._hooks.setdefault(event, []).append(fn)
+            return self
+
+        def add(fn: F) -> F:
+            self._hooks.setdefault(event, []).append(fn)
+            return fn
+
+        return add
+
+    if not TYPE_CHECKING:  # mypy still reports an unknown attribute
+
+        def __getattr__(self, name: str) -> NoReturn:
+            if name in ("before", "after", "callback", "process"):
+                raise AttributeError(_respelled(f"tribunal.{name}"), name=name)
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}", name=name
+            )
+
+    # The last run's outcome (``panel.Outcome``), read only.
+
+    @property
+    def results(self) -> list[AgentResult]:
+        return list(self._outcome.results)
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [dict(entry) for entry in self._outcome.errors]
+
+    @property
+    def agent_execution_times(self) -> list[dict[str, Any]]:
+        return [dict(entry) for entry in self._outcome.agent_execution_times]
+
+    @property
+    def execution_time(self) -> float | None:
+        return self._outcome.execution_time
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self._outcome.verdict
 
     @property
     def name(self) -> str:
@@ -307,18 +452,33 @@ class Tribunal:
         """Run every judge concurrently, then compute the verdict; return self.
 
         Raises:
-            AllAgentsFailed: every judge failed, or more than ``may_fail`` did.
+            AllAgentsFailed: every judge failed, or more than ``may_fail`` did (``errors``
+                and ``results`` say which).
         """
         return _aio.run_sync(self.acall())
 
     async def acall(self) -> Tribunal:
         """Async ``call``: the judges run as tasks on the running loop, on the judge model
         when one is set (``--harness-judge-model``), whatever the model override."""
+        self._outcome = panel.Outcome()  # a run that fails leaves nothing of the last one
         with scope.judging():
-            await panel.run(self._plan(), self)
+            plan = self._plan()
+            try:
+                self._outcome = await panel.run_judges(plan)
+                self._outcome = await panel.reach_verdict(plan, self._outcome)
+            except BaseException as error:
+                panel.announce_failure(plan, error)
+                scope.emit("tribunal", TribunalDone(self, error))
+                raise
+            scope.emit("tribunal", TribunalDone(self, None))
         return self
 
     def _plan(self) -> panel.Plan:
+        if not self.agents:
+            raise ConfigError(
+                f"{self.name} has no judges: declare `agents = [...]` on the class or pass "
+                "agents=[...]"
+            )
         judges = tuple(self._judge(spec) for spec in self.agents)
         return panel.Plan(
             name=self.name,
@@ -353,8 +513,9 @@ class Tribunal:
         )
 
     def result(self) -> AgentResult:
-        """The verdict as a AgentResult (``processed == {"verdict": value}``), so tribunals nest."""
-        verdict = self._verdict
+        """The verdict as an AgentResult (``processed == {"verdict": value}``), so tribunals
+        nest: a tribunal is a judge of another."""
+        verdict = self.verdict
         usage, cost = totals(self.results)
         return AgentResult(
             input=self.input,
@@ -367,5 +528,31 @@ class Tribunal:
         )
 
     def __repr__(self) -> str:
-        state = "not run" if self._verdict is None else ("passed" if self._verdict else "failed")
+        verdict = self.verdict
+        state = "not run" if verdict is None else ("passed" if verdict else "failed")
         return f"<{self.name} {len(self.agents)} judges, {state}>"
+
+
+def _keep_as_function(cls: type[Tribunal], name: str, fn: Any) -> None:
+    """A marked function stays callable as ``Cls.fn(...)`` (a staticmethod); one named like
+    Tribunal's own attributes (``verdict``, ``call``) would hide them, so it is refused."""
+    if hasattr(Tribunal, name):
+        raise ConfigError(
+            f"{cls.__name__}.{name}: a function marked with rule, hook or process cannot be "
+            f"named {name!r}, the name of Tribunal.{name}; rename it (for example "
+            f"{name}_of or passed)"
+        )
+    setattr(cls, name, staticmethod(fn))
+
+
+@dataclass(frozen=True, slots=True)
+class TribunalDone:
+    """What a run reports to the scope's listeners (topic ``"tribunal"``) when it ends.
+
+    Attributes:
+        tribunal: the Tribunal that ran; its ``verdict`` is None without a verdict.
+        error: what the run raised (``AllAgentsFailed``, a cassette miss, ...), or None.
+    """
+
+    tribunal: Tribunal
+    error: BaseException | None

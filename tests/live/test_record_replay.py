@@ -59,6 +59,7 @@ def test_json_schema():
 TRIBUNAL_SUITE = """
 import json, os, pathlib
 from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
 
 SCHEMA = {"type": "object", "properties": {"pass": {"type": "boolean"}}, "required": ["pass"]}
 
@@ -78,12 +79,12 @@ class Panel(Tribunal):
     agents = [Polite, Helpful, Calm]
     timeout = 120  # one llama.cpp server: the judges queue
 
-    @Tribunal.verdict("majority")
+    @rule("majority")
     def passed(result):
         return result.processed["pass"]
 
 def test_panel(harness):
-    verdict = harness.verdict(Panel, "Thanks for waiting! Your parcel ships today.")
+    verdict = harness.get_verdict(Panel, "Thanks for waiting! Your parcel ships today.")
     assert [vote.agent for vote in verdict.votes] == ["Polite", "Helpful", "Calm"]
     assert all(isinstance(vote.vote, bool) for vote in verdict.votes)
     seen = [(v.agent, v.vote, v.tokens, v.model) for v in verdict.votes]

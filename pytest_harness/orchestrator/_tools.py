@@ -36,7 +36,6 @@ import jsonschema
 from jsonschema import ValidationError
 
 from pytest_harness._aio import in_daemon_thread
-from pytest_harness._compiled_schema import Checker, compile_check
 from pytest_harness.errors import ToolArgumentError, quote
 from pytest_harness.orchestrator._schema import (
     convert,
@@ -73,7 +72,7 @@ class Tool:
     timeout: float | None = None
     hints: Mapping[str, Any] = field(default_factory=dict, repr=False)
     is_async: bool = field(init=False)
-    _checker: Checker = field(init=False, repr=False)
+    _checker: jsonschema.protocols.Validator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -87,8 +86,7 @@ class Tool:
                 f"got {self.timeout!r}"
             )
         object.__setattr__(self, "is_async", _is_async(self.function))
-        validator = _validator(self.name, self.parameters)
-        object.__setattr__(self, "_checker", Checker(validator, compile_check(self.parameters)))
+        object.__setattr__(self, "_checker", _validator(self.name, self.parameters))
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI tool definition: ``{"type": "function", "function": {...}}``."""
@@ -117,7 +115,7 @@ class Tool:
             ToolArgumentError: the text is not JSON, or the JSON does not fit the schema.
         """
         values = self._parse(raw)
-        found = problems(self._checker.errors(values), self.parameters)
+        found = problems(self._checker.iter_errors(values), self.parameters)
         if found:
             raise ToolArgumentError(wrong_arguments(self.name, found))
         return {key: self._convert(key, value) for key, value in values.items()}

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urljoin
 
-from pytest_harness._compiled_schema import Checker, compile_check
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -203,15 +202,15 @@ class Output:
         name: the agent's name, for the provider's ``response_format``.
         instructions: what the system prompt says when the provider cannot enforce the
             schema itself (None: free text).
-        checker: what checks replies against a dict schema, once it is checked (None
-            otherwise).
+        checker: jsonschema's validator of a dict schema's replies, once the schema is
+            checked (None otherwise).
     """
 
     declared: Any
     schema: dict[str, Any] | None
     name: str
     instructions: str | None
-    checker: Checker | None
+    checker: Any
 
     @classmethod
     def of(cls, declared: Any, name: str) -> Output:
@@ -284,8 +283,10 @@ def _model_schema(model: Any, owner: str) -> tuple[str, str]:
     return known
 
 
-def _check(value: Any, checker: Checker, raw: str) -> None:
-    problem = checker.problem(value)
+def _check(value: Any, checker: Any, raw: str) -> None:
+    import jsonschema  # loaded already (the checker is jsonschema's): a lookup
+
+    problem = jsonschema.exceptions.best_match(checker.iter_errors(value))
     if problem is not None:
         where = "/".join(str(part) for part in problem.absolute_path) or "(the top level)"
         raise JudgeOutputError(
@@ -341,13 +342,13 @@ _SCHEMA_MAPS = ("$defs", "definitions")  # name -> schema in every dialect provi
 # Where a keyword's value holds schemas: the value itself, its items, or its values.
 _ITSELF, _ITEMS, _VALUES = "itself", "items", "values"
 _REFERENCE = "https://json-schema.org/understanding-json-schema/reference"
-_CHECKERS: dict[str, Checker] = {}  # a schema's JSON text (_key) -> its checker
+_CHECKERS: dict[str, Any] = {}  # a schema's JSON text (_key) -> its validator
 # json.dumps(schema, sort_keys=True, default=str), without building an encoder per call
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
-def check_schema(schema: dict[str, Any], owner: str) -> Checker:
-    """The checker of an output schema's replies, once the schema is checked.
+def check_schema(schema: dict[str, Any], owner: str) -> Any:
+    """jsonschema's validator of an output schema's replies, once the schema is checked.
 
     Checked once per schema: against the metaschema of its ``$schema`` (default Draft
     2020-12), then for keywords JSON Schema does not know, wherever a keyword is expected.
@@ -358,10 +359,10 @@ def check_schema(schema: dict[str, Any], owner: str) -> Checker:
     return _checked(_key(schema, owner), schema, owner)
 
 
-def _checked(key: str, schema: dict[str, Any], owner: str) -> Checker:
+def _checked(key: str, schema: dict[str, Any], owner: str) -> Any:
     """``check_schema`` of ``schema``, whose JSON text (``_key``) is ``key``.
 
-    The checker keeps a copy of the schema: it serves every schema with the same text, so
+    The validator keeps a copy of the schema: it serves every schema with the same text, so
     a later edit of the dict it was made from must not reach it.
     """
     checker = _CHECKERS.get(key)
@@ -376,8 +377,8 @@ def _checked(key: str, schema: dict[str, Any], owner: str) -> Checker:
     return checker
 
 
-def _checker(schema: dict[str, Any], owner: str) -> Checker:
-    """The checker of a schema not checked before, once it is checked."""
+def _checker(schema: dict[str, Any], owner: str) -> Any:
+    """The validator of a schema not checked before, once it is checked."""
     import jsonschema
 
     dialect = _dialect(schema, owner)
@@ -389,7 +390,7 @@ def _checker(schema: dict[str, Any], owner: str) -> Checker:
     unknown = next(_unknown_keywords(schema, known, ()), None)
     if unknown is not None:
         raise _unknown(unknown[1], unknown[0], known, owner)
-    return Checker(dialect(schema), compile_check(schema))  # None for another dialect
+    return dialect(schema)
 
 
 def _own_copy(value: Any) -> Any:

@@ -8,8 +8,10 @@ import dataclasses
 import datetime
 import inspect
 import json
+import subprocess
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import Annotated, Any, Literal, NewType, Optional, Union, get_args, get_origin
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 from typing_extensions import NotRequired, Required, TypedDict
 
 from pytest_harness.errors import ToolArgumentError
-from pytest_harness.orchestrator._schema import annotation_schema, parse_docstring
+from pytest_harness.orchestrator._schema import parse_docstring
 from pytest_harness.orchestrator._tools import Tool, as_tool, render, tool
 
 # The types tools take are declared at module level: type hints are resolved in the
@@ -87,11 +89,16 @@ class Person(pydantic.BaseModel):
     home: Address
 
 
+class Socket:
+    """A class pydantic knows no JSON form of."""
+
+
 UserId = NewType("UserId", int)
 
 INTEGER = {"type": "integer"}
 STRING = {"type": "string"}
 NULL = {"type": "null"}
+COLOR = {"type": "string", "enum": ["red", "green"]}
 
 
 def taking(annotation: Any, default: Any = inspect.Parameter.empty, **options: Any) -> Tool:
@@ -125,13 +132,13 @@ SCHEMAS = [
     pytest.param(Union[int, str], {"anyOf": [INTEGER, STRING]}, id="plain-union"),  # noqa: UP007
     pytest.param(Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}, id="Literal-str"),
     pytest.param(Literal[1, 2], {"type": "integer", "enum": [1, 2]}, id="Literal-int"),
+    pytest.param(Literal["a", 1, None], {"enum": ["a", 1, None]}, id="Literal-mixed"),
+    pytest.param(Color, {"$ref": "#/$defs/Color", "$defs": {"Color": COLOR}}, id="Enum"),
     pytest.param(
-        Literal["a", 1, None],
-        {"type": ["string", "integer", "null"], "enum": ["a", 1, None]},
-        id="Literal-mixed",
+        Level,
+        {"$ref": "#/$defs/Level", "$defs": {"Level": {"type": "integer", "enum": [1, 2]}}},
+        id="IntEnum",
     ),
-    pytest.param(Color, {"type": "string", "enum": ["red", "green"]}, id="Enum"),
-    pytest.param(Level, {"type": "integer", "enum": [1, 2]}, id="IntEnum"),
     pytest.param(list[int], {"type": "array", "items": INTEGER}, id="list"),
     pytest.param(list, {"type": "array", "items": {}}, id="bare-list"),
     pytest.param(Sequence[str], {"type": "array", "items": STRING}, id="Sequence"),
@@ -154,35 +161,50 @@ SCHEMAS = [
     pytest.param(
         Movie,
         {
-            "type": "object",
-            "properties": {"title": STRING, "year": INTEGER},
-            "required": ["title"],
-            "additionalProperties": False,
+            "$ref": "#/$defs/Movie",
+            "$defs": {
+                "Movie": {
+                    "type": "object",
+                    "properties": {"title": STRING, "year": INTEGER},
+                    "required": ["title"],
+                    "additionalProperties": False,
+                }
+            },
         },
         id="TypedDict-NotRequired",
     ),
     pytest.param(
         Filter,
         {
-            "type": "object",
-            "properties": {"genre": STRING, "rating": {"type": "number"}},
-            "required": ["genre"],
-            "additionalProperties": False,
+            "$ref": "#/$defs/Filter",
+            "$defs": {
+                "Filter": {
+                    "type": "object",
+                    "properties": {"genre": STRING, "rating": {"type": "number"}},
+                    "required": ["genre"],
+                    "additionalProperties": False,
+                }
+            },
         },
         id="TypedDict-total-False-Required",
     ),
     pytest.param(
         Point,
         {
-            "description": "A point on the map.",
-            "type": "object",
-            "properties": {
-                "x": {"type": "integer", "description": "metres east."},
-                "y": {"type": "integer", "description": "metres north.", "default": 0},
-                "tags": {"type": "array", "items": STRING},
+            "$ref": "#/$defs/Point",
+            "$defs": {
+                "Point": {
+                    "description": "A point on the map.",
+                    "type": "object",
+                    "properties": {
+                        "x": {"type": "integer", "description": "metres east."},
+                        "y": {"type": "integer", "description": "metres north.", "default": 0},
+                        "tags": {"type": "array", "items": STRING},
+                    },
+                    "required": ["x"],
+                    "additionalProperties": False,
+                }
             },
-            "required": ["x"],
-            "additionalProperties": False,
         },
         id="dataclass",
     ),
@@ -207,20 +229,18 @@ SCHEMAS = [
     pytest.param(
         Person,
         {
-            "type": "object",
-            "title": "Person",
-            "properties": {
-                "name": {"title": "Name", "type": "string"},
-                "home": {"$ref": "#/$defs/Address"},
-            },
-            "required": ["name", "home"],
+            "$ref": "#/$defs/Person",
             "$defs": {
+                "Person": {
+                    "type": "object",
+                    "properties": {"name": STRING, "home": {"$ref": "#/$defs/Address"}},
+                    "required": ["name", "home"],
+                },
                 "Address": {
                     "type": "object",
-                    "title": "Address",
-                    "properties": {"city": {"title": "City", "type": "string"}},
+                    "properties": {"city": STRING},
                     "required": ["city"],
-                }
+                },
             },
         },
         id="pydantic",
@@ -232,7 +252,8 @@ SCHEMAS = [
         list[Annotated[Color, "a colour"]],
         {
             "type": "array",
-            "items": {"type": "string", "enum": ["red", "green"], "description": "a colour"},
+            "items": {"$ref": "#/$defs/Color", "description": "a colour"},
+            "$defs": {"Color": COLOR},
         },
         id="Annotated-inside",
     ),
@@ -243,7 +264,6 @@ SCHEMAS = [
 @pytest.mark.parametrize(("annotation", "expected"), SCHEMAS)
 def test_each_supported_type_has_its_json_schema(annotation: Any, expected: dict[str, Any]) -> None:
     assert schema_of(annotation) == expected
-    assert annotation_schema(annotation) == expected
     jsonschema.Draft202012Validator.check_schema(expected)
 
 
@@ -265,11 +285,11 @@ def test_parameters_lists_the_required_ones_and_the_json_defaults() -> None:
     assert search.parameters["required"] == ["query"]
     assert search.parameters["additionalProperties"] is False
     assert properties["limit"] == {"type": "integer", "default": 10}
-    assert properties["color"] == {"type": "string", "enum": ["red", "green"], "default": "red"}
+    assert properties["color"] == {"$ref": "#/$defs/Color", "default": "red"}
     assert properties["near"]["default"] is None
     assert properties["pair"]["default"] == [0, 1]
     assert properties["opaque"] == {}  # no JSON form: no default shown
-    assert "$defs" not in search.parameters
+    assert list(search.parameters["$defs"]) == ["Color", "Point"]
 
 
 def test_a_method_is_a_tool_without_self() -> None:
@@ -602,6 +622,16 @@ def test_a_value_the_type_itself_refuses_is_an_argument_error() -> None:
     )
 
 
+def test_each_refusal_names_its_place_in_the_arguments() -> None:
+    with pytest.raises(ToolArgumentError) as raised:
+        taking(list[Positive]).arguments({"x": [{"n": 1}, {"n": -2}, {"n": -3}]})
+    assert str(raised.value) == (
+        "tool 'function': argument 'x[1]' was refused: n must be positive, got -2; "
+        "argument 'x[2]' was refused: n must be positive, got -3. "
+        "Call function again with a corrected 'x'."
+    )
+
+
 def test_a_hand_made_tool_checks_its_schema_and_converts_nothing() -> None:
     schema = {"type": "object", "properties": {"n": INTEGER}, "required": ["n"]}
     made = Tool(name="raw", description="", parameters=schema, function=lambda n: n)
@@ -664,19 +694,33 @@ def test_a_function_no_tool_can_be_made_of_fails_at_decoration(function: Any, me
 @pytest.mark.parametrize(
     ("annotation", "message"),
     [
-        (complex, "parameter 'x' (complex): complex has no JSON form: use str, int, float"),
-        (list[complex], "parameter 'x' (list[complex]): complex has no JSON form"),
-        (dict[int, str], "JSON object keys are strings: use dict[str, ...], not int keys"),
-        (Point | Movie, "Point | Movie is ambiguous in JSON: a union may only mix str, int"),
-        (Literal[b"x"], "b'x' has no JSON form: Literal and Enum values must be JSON scalars"),
+        (Socket, "parameter 'x' (Socket) has no JSON form (pydantic: Unable to generate"),
+        (list[Socket], "test_tools.Socket]) has no JSON form (pydantic: Unable to"),
+        (Callable[[int], int], "(pydantic: Cannot generate a JsonSchema for core_schema.Call"),
     ],
-    ids=["complex", "list-of-complex", "int-keys", "union-of-classes", "bytes-literal"],
+    ids=["class", "list-of-class", "callable"],
 )
 def test_a_type_with_no_json_form_fails_at_decoration(annotation: Any, message: str) -> None:
     with pytest.raises(TypeError) as raised:
         taking(annotation)
     assert str(raised.value).startswith("tool 'function': ")
     assert message in str(raised.value)
+    assert str(raised.value).endswith("a TypedDict, a dataclass or a pydantic model")
+
+
+@pytest.mark.parametrize(
+    ("annotation", "sent", "value"),
+    [
+        (dict[int, str], {"1": "a"}, {1: "a"}),
+        (Point | Movie, {"title": "Alien"}, {"title": "Alien"}),
+        (Point | Movie, {"x": 1}, Point(1)),
+    ],
+    ids=["int-keys", "union-of-classes-dict", "union-of-classes-dataclass"],
+)
+def test_pydantic_reads_more_types_than_json_schema_names(
+    annotation: Any, sent: Any, value: Any
+) -> None:
+    assert taking(annotation).arguments({"x": sent}) == {"x": value}
 
 
 def test_a_bad_name_or_timeout_fails_at_decoration() -> None:
@@ -805,6 +849,20 @@ def test_every_spec_is_plain_json(annotation: Any) -> None:
     spec = taking(annotation).spec()
     assert json.loads(json.dumps(spec)) == spec
     assert spec["function"]["parameters"]["required"] == ["x"]
+
+
+def test_pydantic_is_imported_when_a_tool_is_made_not_with_the_orchestrator() -> None:
+    code = (
+        "import sys\n"
+        "from pytest_harness.orchestrator import Orchestrator, Tool, tool\n"
+        "print('pydantic' in sys.modules)\n"
+        "def ping(host: str) -> str:\n"
+        "    return host\n"
+        "tool(ping)\n"
+        "print('pydantic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_tool_is_a_frozen_value() -> None:

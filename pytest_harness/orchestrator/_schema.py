@@ -1,22 +1,11 @@
-"""JSON Schema from Python type hints: what a tool's parameters look like to the model.
+"""A tool's parameters as JSON Schema, and the model's JSON as the function's types, on pydantic.
 
-A tool declares its parameters as a typed Python signature (``parameters_schema`` makes the
-schema of its arguments object); the model sees them as a JSON Schema and answers in JSON::
-
-    annotation_schema(int | None)  -> {"anyOf": [{"type": "integer"}, {"type": "null"}]}
-
-Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``Optional[X]`` (and
-unions of plain JSON types), ``Literal``, ``Enum`` subclasses, ``list`` / ``Sequence`` /
-``set`` / ``frozenset`` / ``tuple``, ``dict[str, X]`` / ``Mapping[str, X]``, ``TypedDict``,
-dataclasses, pydantic models (recognised by ``model_json_schema``: pydantic is never imported
-here), ``NewType`` and ``Annotated[X, "description"]``. Pydantic's own definitions, and
-dataclasses or TypedDicts that refer to themselves, go into ``$defs`` at the top of the
-schema, referenced as ``#/$defs/Name``. Anything else is a ``TypeError`` saying what to use.
-
-Descriptions come from Google-style docstrings: a dataclass's or TypedDict's ``Attributes:``
-section describes its fields; ``Annotated`` text wins over it. Hints and docstrings are
-read here once, when ``@tool`` runs; the model's JSON becomes those types again here too
-(``convert``), and a tool's return value JSON (``jsonable``).
+The parameters become one TypedDict; pydantic's ``TypeAdapter`` gives its JSON Schema (the
+model sees it, without titles) and validates the model's arguments into the declared types in
+lax mode (dataclasses, TypedDicts, Enums, pydantic models, tuples and sets from their JSON).
+Descriptions come from Google-style docstrings, read here (``Args:`` for parameters,
+``Attributes:`` for dataclass and TypedDict fields); ``Annotated[X, "text"]`` wins over them.
+pydantic is imported when a tool is made, not with this module.
 """
 
 from __future__ import annotations
@@ -27,186 +16,16 @@ import functools
 import inspect
 import json
 import re
-import types
-from collections.abc import (
-    Callable,
-    Mapping,
-    MutableMapping,
-    MutableSequence,
-    MutableSet,
-    Sequence,
-    Set,
-)
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-_PRIMITIVES: tuple[tuple[Any, str], ...] = (
-    (str, "string"),
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (type(None), "null"),
-    (None, "null"),
-)
 _SUPPORTED = (
     "use str, int, float, bool, None, Literal[...], an Enum, list/set/tuple/dict[str, ...] of "
     "those, X | None, a TypedDict, a dataclass or a pydantic model"
 )
-
-
-class SchemaBuilder:
-    """Builds the schemas of one tool's parameters, collecting what goes into ``$defs``."""
-
-    def __init__(self) -> None:
-        self.defs: dict[str, dict[str, Any]] = {}
-        self._owners: dict[str, object] = {}  # who defined each name, to catch two "Item"s
-        self._open: list[type] = []  # the classes being built, to notice self-reference
-        self._looped: set[type] = set()
-
-    def property_schema(
-        self, annotation: Any, note: str | None = None, default: Any = dataclasses.MISSING
-    ) -> dict[str, Any]:
-        """The schema of one property: its type's, with a description and a default.
-
-        The description is the ``Annotated`` text, else ``note`` (from a docstring), else the
-        type's own. ``default`` is the parameter's or field's default (``dataclasses.MISSING``
-        or ``inspect.Parameter.empty``: none); it is kept only when it has a JSON form.
-        """
-        schema = dict(self.schema(annotation))
-        if note and not annotated_note(annotation):
-            schema["description"] = note
-        if default is not inspect.Parameter.empty and default is not dataclasses.MISSING:
-            # Without a JSON form (an object, NaN) the model is just not told the default.
-            with contextlib.suppress(TypeError, ValueError):
-                schema["default"] = json.loads(json.dumps(jsonable(default, _refuse)))
-        return schema
-
-    def schema(self, annotation: Any) -> dict[str, Any]:
-        """The JSON Schema of one annotation (TypeError when it has none)."""
-        annotation = unalias(annotation)
-        origin, args = get_origin(annotation), get_args(annotation)
-        if origin is Annotated:
-            inner, note = self.schema(args[0]), annotated_note(annotation)
-            return {**inner, "description": note} if note else inner
-        if annotation is Any:
-            return {}
-        for kind, name in _PRIMITIVES:
-            if annotation is kind:
-                return {"type": name}
-        if origin is Literal:
-            return _enum_schema(args)
-        if origin in UNIONS:
-            return self._union(args)
-        if origin is tuple or annotation is tuple:
-            return self._tuple(args if origin is tuple else (Any, ...))
-        if (origin or annotation) in ARRAYS:
-            return self._array(ARRAYS[origin or annotation], args)
-        if (origin or annotation) in OBJECTS:
-            return self._mapping(args)
-        if isinstance(annotation, type):
-            return self._class(annotation)
-        raise TypeError(f"{_show(annotation)} has no JSON form: {_SUPPORTED}")
-
-    def _union(self, args: tuple[Any, ...]) -> dict[str, Any]:
-        members = [member for member in args if member is not type(None)]
-        if len(members) > 1 and not all(_plain(member) for member in members):
-            shown = " | ".join(_show(member) for member in members)
-            raise TypeError(
-                f"{shown} is ambiguous in JSON: a union may only mix str, int, float, bool and "
-                "Literal (plus None); use one dataclass or pydantic model with optional fields"
-            )
-        schemas = [self.schema(member) for member in members]
-        if len(members) < len(args):
-            schemas.append({"type": "null"})
-        return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
-
-    def _tuple(self, args: tuple[Any, ...]) -> dict[str, Any]:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": self.schema(args[0])}
-        fixed = [] if args in ((), ((),)) else [self.schema(arg) for arg in args]
-        if not fixed:
-            return {"type": "array", "maxItems": 0}
-        return {
-            "type": "array",
-            "prefixItems": fixed,
-            "minItems": len(fixed),
-            "maxItems": len(fixed),
-        }
-
-    def _array(self, kind: type, args: tuple[Any, ...]) -> dict[str, Any]:
-        schema = {"type": "array", "items": self.schema(args[0] if args else Any)}
-        return {**schema, "uniqueItems": True} if kind in (set, frozenset) else schema
-
-    def _mapping(self, args: tuple[Any, ...]) -> dict[str, Any]:
-        key, value = args or (str, Any)
-        if unalias(key) is not str:
-            raise TypeError(
-                f"JSON object keys are strings: use dict[str, ...], not {_show(key)} keys"
-            )
-        return {"type": "object", "additionalProperties": self.schema(value)}
-
-    def _class(self, cls: type) -> dict[str, Any]:
-        if issubclass(cls, Enum):
-            return _enum_schema(tuple(cls))
-        if is_model(cls):
-            return self._model(cls)
-        if not (dataclasses.is_dataclass(cls) or is_typeddict(cls)):
-            raise TypeError(f"{_show(cls)} has no JSON form: {_SUPPORTED}")
-        if cls in self._open:  # it refers to itself: the schema goes into $defs
-            self._looped.add(cls)
-            self._own(cls.__name__, cls)
-            return {"$ref": f"#/$defs/{cls.__name__}"}
-        self._open.append(cls)
-        try:
-            schema = self._dataclass(cls) if dataclasses.is_dataclass(cls) else self._typeddict(cls)
-        finally:
-            self._open.pop()
-        if cls not in self._looped:
-            return schema
-        self.defs[cls.__name__] = schema
-        return {"$ref": f"#/$defs/{cls.__name__}"}
-
-    def _dataclass(self, cls: type) -> dict[str, Any]:
-        hints, (summary, notes) = class_hints(cls), class_docstring(cls)
-        properties, required = {}, []
-        for field in dataclasses.fields(cls):
-            if not field.init:
-                continue
-            default = field.default
-            properties[field.name] = self.property_schema(
-                hints[field.name], notes.get(field.name), default
-            )
-            if default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-                required.append(field.name)
-        return _object(properties, required, summary)
-
-    def _typeddict(self, cls: type) -> dict[str, Any]:
-        hints, (summary, notes) = class_hints(cls), class_docstring(cls)
-        properties = {
-            key: self.property_schema(hint, notes.get(key)) for key, hint in hints.items()
-        }
-        return _object(properties, required_keys(cls, hints), summary)
-
-    def _model(self, cls: type) -> dict[str, Any]:
-        schema = dict(getattr(cls, "model_json_schema")())  # noqa: B009 (a duck-typed call)
-        for name, definition in schema.pop("$defs", {}).items():
-            self._own(name, json.dumps(definition, sort_keys=True))
-            self.defs[name] = definition
-        return schema
-
-    def _own(self, name: str, owner: object) -> None:
-        if self._owners.setdefault(name, owner) != owner:
-            raise TypeError(
-                f"two different types are named {name!r} in one tool's parameters, and JSON "
-                "Schema $defs need unique names: rename one of them"
-            )
-
-
-def annotation_schema(annotation: Any) -> dict[str, Any]:
-    """The JSON Schema of one annotation, with its ``$defs`` (if any) at its top."""
-    builder = SchemaBuilder()
-    schema = builder.schema(annotation)
-    return {**schema, "$defs": builder.defs} if builder.defs else schema
+_ANNOTATED: Any = Annotated  # subscripted at run time with types made there
+_DATA = frozenset({"default", "enum", "const", "examples"})  # keywords whose values are data
 
 
 def parameters_schema(
@@ -218,68 +37,173 @@ def parameters_schema(
     parameter no model can send, or without a type hint or one with no JSON form, is a
     ``TypeError`` naming it.
     """
-    hints, builder = function_hints(function, name), SchemaBuilder()
-    properties: dict[str, Any] = {}
-    required: list[str] = []
+    hints = function_hints(function, name)
+    fields: dict[str, Any] = {}
     for parameter in inspect.signature(function).parameters.values():
-        key = parameter.name
-        if key == "self":
-            continue
-        check_parameter(parameter, name)
-        if key not in hints:
-            raise TypeError(
-                f"tool {name!r}: parameter {key!r} has no type hint; tools need types so the "
-                f"model knows what to send: annotate it (for example `{key}: str`)"
-            )
+        if parameter.name != "self":
+            fields[parameter.name] = _field(parameter, hints, name, notes)
+    try:
+        made = json_schema(arguments_type(name, fields))
+    except Exception as error:  # pydantic's PydanticUserError, or a field's hint unresolved
+        raise _no_json_form(name, fields, hints) or error from None
+    schema = {
+        "type": "object",
+        "properties": made.get("properties", {}),
+        "required": made.get("required", []),  # providers want the list, empty or not
+        "additionalProperties": False,
+    }
+    if "$defs" in made:
+        schema["$defs"] = made["$defs"]
+    return schema, {key: hints[key] for key in fields}
+
+
+def _field(
+    parameter: inspect.Parameter, hints: Mapping[str, Any], name: str, notes: Mapping[str, str]
+) -> Any:
+    """The TypedDict field of one parameter: its type, description and JSON default."""
+    key = parameter.name
+    check_parameter(parameter, name)
+    if key not in hints:
+        raise TypeError(
+            f"tool {name!r}: parameter {key!r} has no type hint; tools need types so the "
+            f"model knows what to send: annotate it (for example `{key}: str`)"
+        )
+    from pydantic import Field
+    from typing_extensions import NotRequired
+
+    extra: dict[str, Any] = {}
+    if parameter.default is not parameter.empty:
+        # Without a JSON form (an object, NaN) the model is just not told the default.
+        with contextlib.suppress(TypeError, ValueError):
+            extra["default"] = json.loads(json.dumps(jsonable(parameter.default, _refuse)))
+    note = annotated_note(hints[key]) or notes.get(key)
+    field = _ANNOTATED[described(hints[key]), Field(description=note, json_schema_extra=extra)]
+    return field if parameter.default is parameter.empty else NotRequired[field]
+
+
+def arguments_type(name: str, fields: Mapping[str, Any]) -> Any:
+    """A TypedDict of a tool's arguments, refusing keys (and nested fields) it does not name."""
+    from pydantic import ConfigDict
+    from typing_extensions import TypedDict
+
+    typed_dict: Any = TypedDict  # a class made at run time, which type checkers cannot follow
+    made = typed_dict(name, dict(fields))
+    made.__pydantic_config__ = ConfigDict(extra="forbid")
+    return made
+
+
+def converter(hints: Mapping[str, Any]) -> Any:
+    """pydantic's validator of arguments into ``hints``' types (each of them optional)."""
+    from pydantic import TypeAdapter
+    from typing_extensions import NotRequired
+
+    return TypeAdapter(arguments_type("arguments", {k: NotRequired[v] for k, v in hints.items()}))
+
+
+def json_schema(annotation: Any) -> dict[str, Any]:
+    """The JSON Schema of an annotation as pydantic makes it, without titles (``tidy``)."""
+    from pydantic import TypeAdapter
+
+    schema: dict[str, Any] = tidy(
+        TypeAdapter(annotation).json_schema(schema_generator=_generator())
+    )
+    return schema
+
+
+@functools.cache
+def _generator() -> Any:
+    """pydantic's JSON Schema generator, describing dataclasses and TypedDicts by docstring."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class Generator(GenerateJsonSchema):
+        def sort(self, value: Any, parent_key: str | None = None) -> Any:
+            return value  # in the order it is made, as recorded requests have it (see tidy)
+
+        def dataclass_schema(self, schema: Any) -> Any:
+            return documented(super().dataclass_schema(schema), schema["cls"])
+
+        def typed_dict_schema(self, schema: Any) -> Any:
+            return documented(super().typed_dict_schema(schema), schema.get("cls"))
+
+    return Generator
+
+
+def documented(schema: dict[str, Any], cls: type | None) -> dict[str, Any]:
+    """A class's schema described by its docstring's summary and ``Attributes:`` entries."""
+    summary, notes = class_docstring(cls) if cls is not None else ("", {})
+    schema.pop("description", None)  # pydantic's is the whole docstring
+    if summary:
+        schema["description"] = summary
+    hints: dict[str, Any] = {}
+    with contextlib.suppress(NameError, TypeError):  # pydantic read them: it says what failed
+        hints = get_type_hints(cls, include_extras=True) if cls is not None else {}
+    for key, prop in schema.get("properties", {}).items():
+        note = annotated_note(hints.get(key)) or notes.get(key)
+        if note and "description" not in prop:
+            prop["description"] = note
+    return schema
+
+
+def tidy(schema: Any) -> Any:
+    """A JSON Schema without the ``title`` pydantic gives each class and field, ``type`` first.
+
+    The order is the one requests recorded before pydantic made the schemas had, so their
+    cassettes (and prompts listing the tools) still match.
+    """
+    if isinstance(schema, list):
+        return [tidy(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")  # a keyword, or a property called "type" (a dict)
+    first = {"type": kind} if isinstance(kind, (str, list)) else {}
+    return first | {
+        key: value if key in _DATA else tidy(value)
+        for key, value in schema.items()
+        if not (key == "title" and isinstance(value, str)) and key not in first
+    }
+
+
+def described(annotation: Any) -> Any:
+    """``annotation`` with each ``Annotated[X, "text"]`` in it a pydantic description."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        from pydantic import Field
+
+        note = annotated_note(annotation)
+        kept = tuple(arg for arg in args[1:] if not isinstance(arg, str))  # constraints stay
+        noted = (Field(description=note),) if note else ()
+        parts = (described(args[0]), *kept, *noted)
+        return _ANNOTATED[parts]
+    if not args or origin is Literal:
+        return annotation
+    inner = tuple(described(arg) if arg is not Ellipsis else arg for arg in args)
+    if inner == args:
+        return annotation
+    if origin in _UNIONS:
+        return Union[inner]  # noqa: UP007 (X | Y needs two types; here are any number)
+    return origin[inner] if origin is not None else annotation
+
+
+def _no_json_form(name: str, fields: Mapping[str, Any], hints: Mapping[str, Any]) -> Any:
+    """The TypeError naming the first parameter pydantic makes no JSON Schema of (if one)."""
+    for key, field in fields.items():
         try:
-            properties[key] = builder.property_schema(hints[key], notes.get(key), parameter.default)
-        except TypeError as error:
-            raise TypeError(
-                f"tool {name!r}: parameter {key!r} ({_show(hints[key])}): {error}"
-            ) from None
-        if parameter.default is parameter.empty:
-            required.append(key)
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-    if builder.defs:
-        schema["$defs"] = builder.defs
-    return schema, {key: hints[key] for key in properties}
+            json_schema(field)
+        except Exception as error:  # pydantic's errors, told to the user
+            first = str(error).split("\n", 1)[0].split(". ", 1)[0].rstrip(".")
+            code = getattr(error, "code", None)
+            fix = _NOT_DEFINED if code == "class-not-fully-defined" else _SUPPORTED
+            return TypeError(
+                f"tool {name!r}: parameter {key!r} ({_show(hints[key])}) has no JSON form "
+                f"(pydantic: {first}): {fix}"
+            )
+    return None
 
 
-def _object(properties: dict[str, Any], required: list[str], description: str) -> dict[str, Any]:
-    schema: dict[str, Any] = {"description": description} if description else {}
-    return {
-        **schema,
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-def _enum_schema(values: tuple[Any, ...]) -> dict[str, Any]:
-    if not values:
-        raise TypeError("an Enum without members accepts no value: give it members")
-    choices = [literal_value(value) for value in values]
-    kinds = list(dict.fromkeys(_json_type(choice) for choice in choices))
-    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": choices}
-
-
-def _json_type(value: Any) -> str:
-    return next(name for kind, name in _PRIMITIVES if kind is not None and type(value) is kind)
-
-
-def _plain(annotation: Any) -> bool:
-    annotation = unalias(annotation)
-    if get_origin(annotation) is Annotated:
-        return _plain(get_args(annotation)[0])
-    if get_origin(annotation) is Literal:
-        return all(isinstance(arg, (str, int, float)) for arg in get_args(annotation))
-    return annotation in (str, int, float, bool, Any)
+_NOT_DEFINED = (
+    "a field's type may name only what the class's module defines or imports (not types "
+    "local to a function, nor imported under `if TYPE_CHECKING:`)"
+)
 
 
 def _refuse(value: Any) -> Any:
@@ -377,144 +301,14 @@ def check_parameter(parameter: inspect.Parameter, name: str) -> None:
         )
 
 
-_CLASS_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def class_hints(cls: type) -> dict[str, Any]:
-    """A dataclass's or TypedDict's field types, read once per class (every call converts)."""
-    if cls not in _CLASS_HINTS:
-        try:
-            hints = get_type_hints(cls, include_extras=True)
-        except NameError as error:
-            raise TypeError(
-                f"cannot read the field types of {cls.__qualname__}: {error}; a field's type "
-                "may name only what the class's module defines or imports"
-            ) from None
-        _CLASS_HINTS[cls] = hints
-    return _CLASS_HINTS[cls]
-
-
-def required_keys(cls: type, hints: Mapping[str, Any]) -> list[str]:
-    """The keys a TypedDict requires.
-
-    Its ``__required_keys__`` is wrong under ``from __future__ import annotations`` (the
-    class saw ``"NotRequired[int]"`` as a string), so a resolved ``Required`` or
-    ``NotRequired`` hint decides first.
-    """
-    declared: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
-    required = []
-    for key, hint in hints.items():
-        while get_origin(hint) is Annotated or _origin_name(hint) == "ReadOnly":
-            hint = get_args(hint)[0]
-        said = _origin_name(hint)
-        if said == "Required" or (said != "NotRequired" and key in declared):
-            required.append(key)
-    return required
-
-
 def annotated_note(annotation: Any) -> str | None:
     """The first text in ``Annotated[X, ...]`` metadata: a description of what X means."""
-    annotation = unalias(annotation)
     if get_origin(annotation) is not Annotated:
         return None
     return next((note for note in get_args(annotation)[1:] if isinstance(note, str)), None)
 
 
-def is_model(cls: type) -> bool:
-    """Whether ``cls`` is a pydantic model (it has ``model_json_schema`` and ``model_validate``)."""
-    return callable(getattr(cls, "model_json_schema", None)) and callable(
-        getattr(cls, "model_validate", None)
-    )
-
-
-def is_typeddict(cls: type) -> bool:
-    """Whether ``cls`` is a TypedDict (duck-typed, so typing_extensions' TypedDicts count too)."""
-    return issubclass(cls, dict) and hasattr(cls, "__required_keys__")
-
-
-def unalias(annotation: Any) -> Any:
-    """The type behind a ``NewType``, a ``type X = ...`` alias (3.12+), or a TypedDict key's
-    ``Required[X]`` / ``NotRequired[X]`` / ``ReadOnly[X]``."""
-    while True:
-        if type(annotation).__name__ == "TypeAliasType":
-            annotation = annotation.__value__
-        elif callable(annotation) and hasattr(annotation, "__supertype__"):
-            annotation = annotation.__supertype__
-        elif _origin_name(annotation) in ("Required", "NotRequired", "ReadOnly"):
-            annotation = get_args(annotation)[0]
-        else:
-            return annotation
-
-
-def _origin_name(annotation: Any) -> str:
-    """``"NotRequired"`` for ``NotRequired[int]``, from typing or typing_extensions alike."""
-    return repr(get_origin(annotation)).rsplit(".", 1)[-1]
-
-
-# Each annotation (or its origin) read as a JSON array, and the Python type it is built as.
-ARRAYS: dict[Any, type] = {
-    **dict.fromkeys((list, Sequence, MutableSequence), list),
-    **dict.fromkeys((set, MutableSet), set),
-    **dict.fromkeys((frozenset, Set), frozenset),
-}
-OBJECTS = (dict, Mapping, MutableMapping)  # annotations (or origins) read as a JSON object
-UNIONS = (Union, types.UnionType)  # the origins of Optional[X], Union[X, Y] and X | Y
-
-
-def convert(annotation: Any, value: Any) -> Any:
-    """A JSON value (already checked against the annotation's schema) as the annotated type."""
-    annotation = unalias(annotation)
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Annotated:
-        return convert(args[0], value)
-    if value is None or annotation is Any or annotation is bool or annotation is str:
-        return value
-    if annotation in (int, float):
-        return annotation(value)
-    if origin is Literal:
-        return next((arg for arg in args if _same_json(literal_value(arg), value)), value)
-    if origin in UNIONS:
-        members = [member for member in args if member is not type(None)]
-        return convert(members[0], value) if len(members) == 1 else _plain_union(members, value)
-    if origin is tuple or annotation is tuple:
-        args = args if origin is tuple else (Any, ...)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(convert(args[0], item) for item in value)
-        return tuple(convert(arg, item) for arg, item in zip(args, value, strict=True))
-    if (origin or annotation) in ARRAYS:
-        item = args[0] if args else Any
-        return ARRAYS[origin or annotation](convert(item, each) for each in value)
-    if (origin or annotation) in OBJECTS:
-        item = args[1] if args else Any
-        return {key: convert(item, each) for key, each in value.items()}
-    if isinstance(annotation, type):
-        return _convert_class(annotation, value)
-    return value
-
-
-def _convert_class(cls: type, value: Any) -> Any:
-    if issubclass(cls, Enum):
-        return cls(value)
-    if is_model(cls):
-        return getattr(cls, "model_validate")(value)  # noqa: B009 (a duck-typed call)
-    if dataclasses.is_dataclass(cls) or is_typeddict(cls):
-        hints = class_hints(cls)
-        fields = {key: convert(hints.get(key, Any), each) for key, each in value.items()}
-        return cls(**fields)
-    return value
-
-
-def _plain_union(members: list[Any], value: Any) -> Any:
-    """A value of a union of plain types: as is, but a JSON integer is a float for ``float``."""
-    plain = [unalias(member) for member in members]
-    if type(value) is int and int not in plain and float in plain:
-        return float(value)
-    return value
-
-
-def _same_json(expected: Any, value: Any) -> bool:
-    """Equal as JSON values (``True`` is not ``1``)."""
-    return bool(expected == value and isinstance(expected, bool) == isinstance(value, bool))
+_UNIONS = (Union, type(int | None))  # the origins of Optional[X], Union[X, Y] and X | Y
 
 
 def jsonable(value: Any, fallback: Callable[[Any], Any] = str) -> Any:
@@ -522,8 +316,8 @@ def jsonable(value: Any, fallback: Callable[[Any], Any] = str) -> Any:
 
     Enums give their value, dataclasses a dict of their fields (as ``dataclasses.asdict``,
     with each value converted in turn), pydantic models ``model_dump(mode="json")``, tuples
-    and sets a list (sets sorted where they can be), dates their ISO form; anything else
-    is ``fallback(value)``.
+    and sets a list (sets sorted where they can be, so a reply is the same on every run),
+    dates their ISO form; anything else is ``fallback(value)``.
     """
     if isinstance(value, Enum):
         return jsonable(value.value, fallback)
@@ -554,11 +348,3 @@ def _key(key: Any) -> Any:
     if isinstance(key, Enum):
         key = key.value
     return key if key is None or isinstance(key, (str, int, float)) else str(key)
-
-
-def literal_value(value: Any) -> Any:
-    """A ``Literal`` argument or Enum member as its JSON scalar (TypeError when it has none)."""
-    plain = value.value if isinstance(value, Enum) else value
-    if plain is not None and not isinstance(plain, (str, int, float)):
-        raise TypeError(f"{value!r} has no JSON form: Literal and Enum values must be JSON scalars")
-    return plain

@@ -2,22 +2,18 @@
 
 ``@tool`` reads a function's signature, type hints and Google-style docstring once, when it
 decorates it, into a ``Tool``: a name, a description and the JSON Schema of the arguments
-(``spec()`` is the OpenAI tool definition). When the model calls the tool, ``arguments()``
-reads the JSON it sent, checks it against the schema and converts it into the Python values
-the function takes; ``await tool(**arguments)`` runs the function (a sync one in a daemon
-thread of its own); ``render()`` turns what it returned into the text sent back to the model.
+(``spec()`` is the OpenAI tool definition; ``_schema`` makes it with pydantic).
+``arguments()`` checks the model's JSON against that schema with jsonschema and converts it
+with pydantic into the values the function takes; ``render()`` turns what it returned into
+the text sent back to the model.
 
 Two kinds of error:
 
 - a function no tool can be made of (a parameter without a type hint, ``*args``, a type with
   no JSON form) is a ``TypeError`` at decoration time, naming the parameter;
 - arguments the model got wrong are a ``ToolArgumentError`` (a ``ValueError``), its message
-  written for the model: it names the tool, each wrong argument, what was expected and what
-  arrived, so the loop can send it back as the tool's result and let the model try again.
-
-The messages that word what was wrong with a model's arguments are here too. The hints and
-docstrings are read in ``_schema``, which also maps the types onto JSON Schema and turns
-JSON values back into them (and return values into JSON).
+  written for the model: it names the tool, each wrong argument and its place, what was
+  expected and what arrived, so the loop can send it back as the tool's result.
 """
 
 from __future__ import annotations
@@ -36,10 +32,9 @@ import jsonschema
 from jsonschema import ValidationError
 
 from pytest_harness._aio import in_daemon_thread
-from pytest_harness._compiled_schema import Checker, compile_check
 from pytest_harness.errors import ToolArgumentError, quote
 from pytest_harness.orchestrator._schema import (
-    convert,
+    converter,
     jsonable,
     parameters_schema,
     parse_docstring,
@@ -73,7 +68,8 @@ class Tool:
     timeout: float | None = None
     hints: Mapping[str, Any] = field(default_factory=dict, repr=False)
     is_async: bool = field(init=False)
-    _checker: Checker = field(init=False, repr=False)
+    _checker: jsonschema.protocols.Validator = field(init=False, repr=False)
+    _converter: Any = field(init=False, repr=False)  # pydantic's, made at the first call
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -87,8 +83,8 @@ class Tool:
                 f"got {self.timeout!r}"
             )
         object.__setattr__(self, "is_async", _is_async(self.function))
-        validator = _validator(self.name, self.parameters)
-        object.__setattr__(self, "_checker", Checker(validator, compile_check(self.parameters)))
+        object.__setattr__(self, "_checker", _validator(self.name, self.parameters))
+        object.__setattr__(self, "_converter", None)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI tool definition: ``{"type": "function", "function": {...}}``."""
@@ -117,10 +113,10 @@ class Tool:
             ToolArgumentError: the text is not JSON, or the JSON does not fit the schema.
         """
         values = self._parse(raw)
-        found = problems(self._checker.errors(values), self.parameters)
+        found = problems(self._checker.iter_errors(values), self.parameters)
         if found:
             raise ToolArgumentError(wrong_arguments(self.name, found))
-        return {key: self._convert(key, value) for key, value in values.items()}
+        return self._convert(values)
 
     async def __call__(self, **arguments: Any) -> Any:
         """Run the function: awaited if async, else in a daemon thread of its own.
@@ -148,14 +144,19 @@ class Tool:
             raise ToolArgumentError(not_an_object(self.name, value, self.parameters))
         return dict(value)
 
-    def _convert(self, key: str, value: Any) -> Any:
-        if key not in self.hints:
-            return value
+    def _convert(self, values: dict[str, Any]) -> dict[str, Any]:
+        if not self.hints:
+            return values
+        if self._converter is None:  # many tools are made, few called: made when first needed
+            object.__setattr__(self, "_converter", converter(self.hints))
+        typed = {key: value for key, value in values.items() if key in self.hints}
         try:
-            return convert(self.hints[key], value)
-        # The type's own checks (__post_init__, pydantic validators), or a float too large.
+            converted = self._converter.validate_python(typed)
+        # pydantic's ValidationError (a ValueError): the type's own checks (__post_init__,
+        # validators) refused a value that fits the schema; or __post_init__ raised another.
         except (TypeError, ValueError, ArithmeticError) as error:
-            raise ToolArgumentError(refused(self.name, key, error)) from None
+            raise ToolArgumentError(refused(self.name, error)) from None
+        return {key: converted.get(key, value) for key, value in values.items()}
 
 
 @overload
@@ -331,15 +332,33 @@ def not_an_object(name: str, value: Any, parameters: Mapping[str, Any]) -> str:
     )
 
 
-def refused(name: str, key: str, error: Exception) -> str:
-    """The message for an argument that fits the schema, but that its type refused.
+def refused(name: str, error: Exception) -> str:
+    """The message for arguments that fit the schema, but that their types refused.
 
-    A dataclass's ``__post_init__`` or a pydantic validator raised, or a float was too large.
+    A dataclass's ``__post_init__`` or a pydantic validator raised: pydantic's
+    ``ValidationError`` says where each refusal is; another error is about the arguments.
     """
+    from pydantic import ValidationError as Refusals  # loaded: the converter is pydantic's
+
+    errors = error.errors(include_url=False) if isinstance(error, Refusals) else []
+    found = [(_where(list(each["loc"])), _reason(each)) for each in errors]
+    keys = list(dict.fromkeys(str(each["loc"][0]) for each in errors if each["loc"]))
+    if not found or not keys:
+        return (
+            f"tool {name!r}: the arguments were refused: {error}. "
+            f"Call {name} again with corrected arguments."
+        )
+    said = [f"argument {where!r} was refused: {reason}" for where, reason in found]
     return (
-        f"tool {name!r}: argument {key!r} was refused: {error}. "
-        f"Call {name} again with a corrected {key!r}."
+        f"tool {name!r}: {'; '.join(said[:_MAX_PROBLEMS])}. "
+        f"Call {name} again with a corrected {', '.join(map(repr, keys))}."
     )
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    """What one of pydantic's errors says: the raised error's own text, when there is one."""
+    raised = error.get("ctx", {}).get("error")
+    return str(raised) if raised is not None else str(error["msg"])
 
 
 def _ask(name: str, parameters: Mapping[str, Any]) -> str:

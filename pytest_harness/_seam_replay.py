@@ -4,7 +4,7 @@ In replay, ``send`` / ``asend`` first offer a call to the scope's call hooks (``
 The test's cassette finds the interaction recorded for what the call asks (its seam key,
 ``matching.seam_key``) and hands its reply, recognised as the traffic check reads it
 (``_wire.Recognised``: the response, with the parsed body) and the price the recording kept
-(``files.Priced``) to ``read`` here. ``read`` gives the response litellm would have given:
+(``interactions.Priced``) to ``read`` here. ``read`` gives the response litellm would have given:
 the one recognition read (with ``_wire.chat``'s readers, the functions litellm's path uses),
 not read again, with the call's model, the cost it was recorded with and the call's
 latency, and a stream's deltas for ``on_token`` / ``on_reasoning``. It takes only replies
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_harness._response import ModelResponse, TokenCallback
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.files import Priced
+    from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._wire import Recognised
 
 

@@ -38,7 +38,7 @@ from typing import Any
 from tabulate import tabulate
 
 from pytest_harness import _scope as scope
-from pytest_harness._cassettes import files, store
+from pytest_harness._cassettes import checksum, read, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._model import complete
@@ -95,10 +95,10 @@ def record(path: Path, size: int) -> None:
 def old_format(path: Path, old: Path) -> None:
     """Write ``path``'s cassette into ``old`` as it was written before keys were stored."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    for name in (files.MATCH_KEYS, files.CHECKSUM):
+    for name in (checksum.MATCH_KEYS, checksum.CHECKSUM):
         data.pop(name)
     for interaction in data["interactions"]:
-        interaction.pop(files.MATCH_KEY)
+        interaction.pop(checksum.MATCH_KEY)
     old.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
@@ -120,7 +120,7 @@ def timed(function: Callable[[], object]) -> tuple[float, float]:
 
 def uses_stored_keys(path: Path) -> bool:
     """Whether loading ``path`` takes its match keys from the file."""
-    return files.stored_keys(files.read(path), (), Redaction().query_params) is not None
+    return checksum.stored_keys(read.read(path), (), Redaction().query_params) is not None
 
 
 def measure(path: Path, rounds: int) -> list[list[float]]:

@@ -46,7 +46,7 @@ import yaml
 from tabulate import tabulate
 
 from pytest_harness import _scope as scope
-from pytest_harness._cassettes import files, store
+from pytest_harness._cassettes import bodies, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._model import complete
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         big = cassettes[LOAD_N][0]
         text = big.read_text(encoding="utf-8")
         first = json.loads(text)["interactions"][0]["request"]["body"]
-        body_bytes = len(files.body_bytes(first) or b"")
+        body_bytes = len(bodies.body_bytes(first) or b"")
         load_s = timed(lambda: load_cassette(big), args.rounds)
         json_s = timed(lambda: json.loads(text), args.rounds)
         yaml_rounds = min(args.rounds, 3)

@@ -60,7 +60,7 @@ import openai
 from replay import answer, load_cassette, make_slot, messages
 from tabulate import tabulate
 
-from pytest_harness._cassettes import files
+from pytest_harness._cassettes import bodies
 from pytest_harness._item import TrafficWatch
 from pytest_harness.testing import LoopbackServer
 
@@ -114,8 +114,8 @@ def floor_client(path: Path, url: str) -> openai.OpenAI:
     for interaction in json.loads(path.read_text(encoding="utf-8"))["interactions"]:
         request, response = interaction["request"], interaction["response"]
         headers = [(k, v) for k, values in response["headers"].items() for v in values]
-        body = files.body_bytes(response["body"]) or b""
-        asked = files.body_bytes(request["body"]) or b""
+        body = bodies.body_bytes(response["body"]) or b""
+        asked = bodies.body_bytes(request["body"]) or b""
         recorded[asked] = (response["status"]["code"], headers, body)
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         results = measure(url, paths, args.calls, rng)
         text = paths[LOAD_N].read_text(encoding="utf-8")
         first = json.loads(text)["interactions"][0]["request"]["body"]
-        body_bytes = len(files.body_bytes(first) or b"")
+        body_bytes = len(bodies.body_bytes(first) or b"")
         load_ms = timed_ms(lambda: load_cassette(paths[LOAD_N]), args.rounds)
 
     print(

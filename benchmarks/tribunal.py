@@ -56,7 +56,7 @@ from tabulate import tabulate
 from pytest_harness import _model as model
 from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
-from pytest_harness._cassettes import files, matching
+from pytest_harness._cassettes import bodies, matching
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal import Tribunal
@@ -239,7 +239,7 @@ def run_bare(calls: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> None:
 def recorded_bodies(path: Path) -> list[str]:
     interactions = json.loads(path.read_text(encoding="utf-8"))["interactions"]
     return sorted(
-        matching.canonical_body(files.body_bytes(i["request"]["body"])) for i in interactions
+        matching.canonical_body(bodies.body_bytes(i["request"]["body"])) for i in interactions
     )
 
 

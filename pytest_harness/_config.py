@@ -69,9 +69,9 @@ def unconfigure(config: pytest.Config, run_id: str | None) -> None:
     does, the last one out; the log only if this process imported the cassette files)."""
     if getattr(config, "workerinput", None) is not None or run_id is None:
         return  # the controller is the last one out; None: configure never ran
-    files = sys.modules.get("pytest_harness._cassettes.files")
-    if files is not None:
-        files.RunLog(run_id).forget()  # which files the run wrote and opened
+    runlog = sys.modules.get("pytest_harness._cassettes.runlog")
+    if runlog is not None:
+        runlog.RunLog(run_id).forget()  # which files the run wrote and opened
     resolved = config.stash.get(SETTINGS, None)
     if resolved is not None and resolved.max_session_cost is not None:
         from pytest_harness import _watch as spend
@@ -82,8 +82,8 @@ def unconfigure(config: pytest.Config, run_id: str | None) -> None:
 class Prune:
     """``--harness-prune``: the cassettes no test of a full run opened, listed or removed.
 
-    Every process of the session (xdist workers too) notes in the run's ``files.RunLog`` the
-    cassettes its tests open (``files.note_used``: a test's cassette, a scenarios marker's
+    Every process of the session (xdist workers too) notes in the run's ``runlog.RunLog`` the
+    cassettes its tests open (``runlog.note_used``: a test's cassette, a scenarios marker's
     team recording), and why the run is not a full one. A skipped test keeps its cassette,
     and a module skipped as a whole keeps its folder (``<dir>/<module path>/``).
 
@@ -96,13 +96,13 @@ class Prune:
     """
 
     def __init__(self, config: pytest.Config, session: Settings, run_id: str) -> None:
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import runlog
 
         self.config = config
         self.action = session.prune
         self.cassette_dir = session.cassette_dir
-        self.log = files.RunLog(run_id)
-        self._before = files.track(self.log)
+        self.log = runlog.RunLog(run_id)
+        self._before = runlog.track(self.log)
         self.controller = getattr(config, "workerinput", None) is None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -178,6 +178,6 @@ class Prune:
             folder = folder.parent
 
     def pytest_unconfigure(self) -> None:
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import runlog
 
-        files.track(self._before)
+        runlog.track(self._before)

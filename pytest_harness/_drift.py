@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_harness._cassettes.files import FORMAT_VERSION, THIS_RUN
+from pytest_harness._cassettes.write import FORMAT_VERSION, THIS_RUN
 from pytest_harness._report.text import judge_labels, tabulate
 from pytest_harness.errors import CassetteError
 
@@ -24,7 +24,7 @@ def entries(records: Sequence[Mapping[str, Any]], run_id: str | None = None) -> 
     """What a cassette keeps of a test's tribunal records: each run's outcome and votes.
 
     No run id: a cassette re-recorded with the same verdicts must not change (which run
-    wrote an entry is kept outside the file, ``files.RunLog``). ``run_id`` is accepted and
+    wrote an entry is kept outside the file, ``runlog.RunLog``). ``run_id`` is accepted and
     ignored, for callers written before.
     """
     seen: Counter[str] = Counter()
@@ -89,7 +89,7 @@ def compare(
 
     Args:
         previous: the cassette file's header (``version``, ``metadata``) before this
-            recording, and under ``files.THIS_RUN`` the tests whose entries this recording
+            recording, and under ``write.THIS_RUN`` the tests whose entries this recording
             run wrote into it already; empty or None when there was no file.
         new: what this recording keeps (``entries``).
         test: the test's node id.

@@ -104,9 +104,9 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
     report = yield
     run = item.stash.get(_RUN, None)
     if run is not None and run.slot is not None and report.skipped:
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import runlog
 
-        files.note_used(run.slot.path)  # --harness-prune: a skipped test keeps its cassette
+        runlog.note_used(run.slot.path)  # --harness-prune: a skipped test keeps its cassette
     shown = None  # the harness's error the report now shows first, if any
     if report.failed and call.excinfo is not None:
         shown = _shorten(item, report, call.excinfo, run)
@@ -269,9 +269,9 @@ class ItemRun:
         # is read once. Any other reads the file's header now, before its first call.
         replays_at_setup = self.captures and slot.mode == "none"
         if slot.mode != "all" and not replays_at_setup and slot.path.is_file():
-            from pytest_harness._cassettes import files
+            from pytest_harness._cassettes import read
 
-            self._follow(slot, files.header(slot.path, lock=slot.mode != "none"))
+            self._follow(slot, read.header(slot.path, lock=slot.mode != "none"))
         if slot.mode == "none":
             return
         if self.scope.model is not None:
@@ -284,13 +284,13 @@ class ItemRun:
     def _follow(self, slot: CassetteSlot, header: Mapping[str, Any]) -> None:
         """Take the model override (and the judges' model) the cassette's ``header`` names,
         unless the test sets one."""
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import read
 
         metadata = header.get("metadata")
         judges = metadata.get("judge_model") if isinstance(metadata, Mapping) else None
         if isinstance(judges, str) and judges and self.scope.judge_model is None:
             self.scope = self.watch.scope = replace(self.scope, judge_model=judges)
-        recorded = files.recorded_model(header)
+        recorded = read.recorded_model(header)
         if recorded is not None and self.scope.model is None:
             self.scope = self.watch.scope = replace(self.scope, model=recorded)
         elif recorded is not None and self.scope.model != recorded:

@@ -158,11 +158,11 @@ def _slug(item: Any) -> str:
 
 def recorded(path: Path) -> list[Any] | None:
     """The scenarios a cassette holds, or None."""
-    from pytest_harness._cassettes import files
+    from pytest_harness._cassettes import read
 
     if not path.exists():
         return None
-    metadata = files.read(path).get("metadata") or {}
+    metadata = read.read(path).get("metadata") or {}
     items = metadata.get("scenarios")
     return items if isinstance(items, list) else None
 
@@ -173,10 +173,10 @@ def scenarios(request: Request, settings: Any, run_id: str) -> list[Any]:
     Raises:
         ScenariosUnavailable: none recorded, none produced, or generation failed.
     """
-    from pytest_harness._cassettes import files
+    from pytest_harness._cassettes import runlog
 
     path = request.path(settings.cassette_dir)
-    files.note_used(path)  # --harness-prune: this team's recording is in use
+    runlog.note_used(path)  # --harness-prune: this team's recording is in use
     items = _cache.get(path)
     if items is None:
         items = _replayed(path, request) if settings.record == "none" else None
@@ -205,11 +205,11 @@ def _others(path: Path, team: str) -> list[Path]:
 
 def _model_flag(path: Path, team: str) -> str:
     """`` --harness-model=X`` when the team's newest other recording was made with X."""
-    from pytest_harness._cassettes import files
+    from pytest_harness._cassettes import read
 
     for other in reversed(_others(path, team)):
         try:
-            model = files.recorded_model(files.header(other, lock=False))
+            model = read.recorded_model(read.header(other, lock=False))
         except HarnessError:
             continue  # a damaged file says nothing of how it was recorded
         return f" --harness-model={model}" if model else ""
@@ -233,7 +233,8 @@ def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list
     """Generate under a lock: the first worker of the run records, the others read."""
     from filelock import FileLock
 
-    from pytest_harness._cassettes.files import RunLog, lock_path
+    from pytest_harness._cassettes.atomic import lock_path
+    from pytest_harness._cassettes.runlog import RunLog
 
     # Not the file's own lock (writing the cassette takes that one): a lock on generating it.
     with FileLock(lock_path(path.with_suffix(".generating"))):

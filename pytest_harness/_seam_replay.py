@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_harness._response import ModelResponse, TokenCallback
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.files import Priced
+    from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._wire import Recognised
 
 

@@ -28,7 +28,7 @@ from pytest_harness.errors import (
 )
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.files import Priced
+    from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
     from pytest_harness._settings import Settings, TestSettings
@@ -100,7 +100,7 @@ class Spend:
 def priced(found: Recognised) -> Priced:
     """What a recognised model reply costs by litellm's price map (imported here: only a
     recording prices, and its interaction keeps the price for replay)."""
-    from pytest_harness._cassettes.files import Priced
+    from pytest_harness._cassettes.interactions import Priced
 
     return Priced(model.price(found.model, found.response.usage, found.provider), found.provider)
 
@@ -186,7 +186,7 @@ class Ledger:
     def add(self, amount: float) -> None:
         from filelock import FileLock
 
-        from pytest_harness._cassettes.files import write_atomic
+        from pytest_harness._cassettes.atomic import write_atomic
 
         with FileLock(f"{self.path}.lock"):
             write_atomic(self.path, json.dumps({"spent": self.total() + amount}))
@@ -321,7 +321,7 @@ class TrafficWatch:
         """The price of an application's reply recorded now (``CassetteSlot.pricing``):
         litellm's, or none for the embedded model's (free, whatever model it names)."""
         if self.free:
-            from pytest_harness._cassettes.files import Priced
+            from pytest_harness._cassettes.interactions import Priced
 
             return Priced(None, found.provider)
         return priced(found)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes.files import body_bytes
+from pytest_harness._cassettes.bodies import body_bytes
 from pytest_harness.testing import LoopbackServer, Reply
 
 KEY = "sk-app-secret-0123456789abcdef"

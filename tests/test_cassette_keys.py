@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from pytest_harness import _scope as scope
 from pytest_harness import complete
-from pytest_harness._cassettes import files, matching, store
+from pytest_harness._cassettes import bodies, checksum, matching, read, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness.errors import CassetteError, CassetteMiss
@@ -84,14 +84,14 @@ def load(path: Path, ignore: Sequence[str] = ()) -> store.HarnessCassette:
 
 
 def uses_stored_keys(path: Path, ignore: Sequence[str] = ()) -> bool:
-    return files.stored_keys(files.read(path), ignore, Redaction().query_params) is not None
+    return checksum.stored_keys(read.read(path), ignore, Redaction().query_params) is not None
 
 
 def without_stored_keys(data: dict[str, Any]) -> dict[str, Any]:
     """A cassette's data as a version before stored keys wrote it."""
-    old = {k: v for k, v in data.items() if k not in (files.MATCH_KEYS, files.CHECKSUM)}
+    old = {k: v for k, v in data.items() if k not in (checksum.MATCH_KEYS, checksum.CHECKSUM)}
     old["interactions"] = [
-        {k: v for k, v in interaction.items() if k != files.MATCH_KEY}
+        {k: v for k, v in interaction.items() if k != checksum.MATCH_KEY}
         for interaction in data["interactions"]
     ]
     return old
@@ -112,9 +112,9 @@ def test_a_recording_stores_each_match_key_and_the_files_checksum(
     data = json.loads(path.read_text())
     key = load(path).stored_key
     for interaction in data["interactions"]:
-        assert interaction[files.MATCH_KEY] == matching.digest(key(interaction["request"]))
-    assert data[files.MATCH_KEYS] == {"ignore": [], "blank": sorted(Redaction().query_params)}
-    assert list(data)[-1] == files.CHECKSUM  # the last field, over every byte before it
+        assert interaction[checksum.MATCH_KEY] == matching.digest(key(interaction["request"]))
+    assert data[checksum.MATCH_KEYS] == {"ignore": [], "blank": sorted(Redaction().query_params)}
+    assert list(data)[-1] == checksum.CHECKSUM  # the last field, over every byte before it
     assert uses_stored_keys(path)
 
 
@@ -171,8 +171,8 @@ def test_a_changed_answer_is_written_with_its_key_and_a_new_checksum(tmp_path: P
     after = json.loads(path.read_text())
     assert after["interactions"][:4] == before["interactions"]
     added = after["interactions"][4]
-    assert added[files.MATCH_KEY] == matching.digest(load(path).stored_key(added["request"]))
-    assert after[files.CHECKSUM] != before[files.CHECKSUM]
+    assert added[checksum.MATCH_KEY] == matching.digest(load(path).stored_key(added["request"]))
+    assert after[checksum.CHECKSUM] != before[checksum.CHECKSUM]
     assert uses_stored_keys(path)
 
 
@@ -199,7 +199,7 @@ def test_a_stored_key_edited_by_hand_is_not_trusted(recorded: tuple[Path, dict[s
     path, params = recorded
     data = json.loads(path.read_text())
     first, second = data["interactions"][:2]
-    key = files.MATCH_KEY
+    key = checksum.MATCH_KEY
     first[key], second[key] = second[key], first[key]
     # Written as the harness writes, with the old checksum: it no longer holds.
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -311,12 +311,12 @@ values = st.text("0123456789abcdef", min_size=30, max_size=66) | st.recursive(
 )
 PLACES = st.sampled_from(
     [
-        ("interactions", 0, files.MATCH_KEY),
-        ("interactions", 3, files.MATCH_KEY),
-        (files.MATCH_KEYS,),
-        (files.MATCH_KEYS, "ignore"),
-        (files.MATCH_KEYS, "blank"),
-        (files.CHECKSUM,),
+        ("interactions", 0, checksum.MATCH_KEY),
+        ("interactions", 3, checksum.MATCH_KEY),
+        (checksum.MATCH_KEYS,),
+        (checksum.MATCH_KEYS, "ignore"),
+        (checksum.MATCH_KEYS, "blank"),
+        (checksum.CHECKSUM,),
     ]
 )
 
@@ -324,7 +324,7 @@ PLACES = st.sampled_from(
 def part(place: tuple[Any, ...]) -> str:
     """What a CassetteError says of the field at ``place``."""
     if place[0] == "interactions":
-        return f"interaction {place[1] + 1} of {len(PROMPTS)}: {files.MATCH_KEY} must be text"
+        return f"interaction {place[1] + 1} of {len(PROMPTS)}: {checksum.MATCH_KEY} must be text"
     return ".".join(place)
 
 
@@ -375,9 +375,37 @@ def test_any_value_in_a_stored_key_field_loads_or_is_a_cassette_error(
     assert uses_stored_keys(path) == (document == recorded_once)
     for interaction in recorded_once["interactions"]:  # each recording replays, in order
         stored = interaction["request"]
-        body = files.body_bytes(stored["body"])
+        body = bodies.body_bytes(stored["body"])
         request = Request(stored["method"], stored["uri"], body, stored["headers"])
         assert request in cassette
         played = cassette.play_response(request)
-        assert played["body"]["string"] == files.body_bytes(interaction["response"]["body"])
+        assert played["body"]["string"] == bodies.body_bytes(interaction["response"]["body"])
     assert cassette.all_played
+
+
+READ_AND_SAY_IF_JSONSCHEMA_LOADED = """
+import sys
+from pathlib import Path
+from pytest_harness._cassettes import read
+read.read(Path(sys.argv[1]))
+print("jsonschema" in sys.modules)
+"""
+
+
+def test_only_a_file_whose_checksum_breaks_has_its_shape_checked_with_jsonschema(
+    recorded: tuple[Path, dict[str, Any]],
+) -> None:
+    """A file as the harness wrote it is read without importing jsonschema; an edited one
+    has its shape checked (``shape.SCHEMA``)."""
+    import subprocess
+    import sys
+
+    path, _ = recorded
+
+    def loaded() -> str:
+        run = [sys.executable, "-c", READ_AND_SAY_IF_JSONSCHEMA_LOADED, str(path)]
+        return subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert loaded() == "False"
+    write(path, {**json.loads(path.read_text()), "metadata": {"edited": True}})
+    assert loaded() == "True"

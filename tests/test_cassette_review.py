@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_cassettes import CONFTEST
 
-from pytest_harness._cassettes import files, steady
+from pytest_harness._cassettes import interactions, steady
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec, completion_body
 
 TWO_CALLS = """
@@ -434,7 +434,7 @@ def test_pinning_any_text_never_raises_and_is_idempotent(uri: str) -> None:
 
 def stored(content: str, **fields: Any) -> dict[str, Any]:
     body = {**completion_body({"model": "m"}, Reply(content=content), 1), **fields}
-    return files.interaction(
+    return interactions.interaction(
         {"method": "POST", "uri": "http://127.0.0.1:9/v1/chat/completions", "body": b"{}"},
         {
             "status": {"code": 200, "message": "OK"},

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes.files import body_bytes
+from pytest_harness._cassettes.bodies import body_bytes
 from pytest_harness.testing import LoopbackServer, Reply
 
 CONFTEST = """

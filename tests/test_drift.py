@@ -126,7 +126,7 @@ def test_the_cassette_keeps_each_tests_verdicts(pytester: pytest.Pytester) -> No
     record(pytester, Votes(FIRST)).assert_outcomes(passed=3)
     cassette = json.loads((pytester.path / "cassettes/test_judged/test_b.yaml").read_text())
     (kept,) = cassette["metadata"]["verdicts"].values()
-    # No run id in the file (files.RunLog keeps it): the same verdicts re-recorded change nothing.
+    # No run id in the file (runlog.RunLog keeps it): the same verdicts re-recorded change nothing.
     assert "run" not in kept
     assert "run" not in cassette["metadata"]
     assert kept["runs"] == [

@@ -3,7 +3,7 @@
 Four surfaces read what the harness does not control:
 
 - a cassette file, its bytes and its parsed structure, loaded as a test opens its cassette
-  (``store.load``), then replayed, missed, and recorded into (``files.merge_and_write``);
+  (``store.load``), then replayed, missed, and recorded into (``write.merge_and_write``);
 - a provider's chat completion and its stream (``read_completion`` / ``read_stream``);
 - recorded model traffic in four wire formats, plain and SSE (``_wire.recognise``);
 - a judge's reply, read as a tribunal reads it (``Agent.parse``).
@@ -32,8 +32,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from pytest_harness._agent import Agent
-from pytest_harness._cassettes import bodies, files, matching, store
+from pytest_harness._cassettes import bodies, interactions, matching, shape, store
 from pytest_harness._cassettes.scrub import Redaction
+from pytest_harness._cassettes.write import FORMAT_VERSION, merge_and_write
 from pytest_harness._response import ModelResponse
 from pytest_harness._wire import Recognised, recognise
 from pytest_harness._wire.chat import read_completion, read_stream
@@ -229,7 +230,7 @@ BINARY_INTERACTION: dict[str, Any] = {
     },
 }
 CASSETTE: dict[str, Any] = {
-    "version": files.FORMAT_VERSION,
+    "version": FORMAT_VERSION,
     "metadata": {"run": "run-1", "verdicts": {"tests/t.py::test_x": {"run": "run-1"}}},
     "interactions": [INTERACTION, BINARY_INTERACTION],
 }
@@ -274,7 +275,7 @@ def use(cassette: store.HarnessCassette) -> None:
 
 def record_into(path: Path) -> None:
     """Add an interaction to the file, as a recording test does once it passes."""
-    files.merge_and_write(path, [INTERACTION], mode="new", run_id="run-2", secrets=())
+    merge_and_write(path, [INTERACTION], mode="new", run_id="run-2", secrets=())
 
 
 def outcome(call: Callable[[], T], documented: type[Exception]) -> tuple[T | None, str | None]:
@@ -612,7 +613,7 @@ def test_a_providers_stream_with_any_chunk_field_wrong(chunks: list[Any], done: 
     reads_or_is_provider_error(read_chunks, [materialized(c) for c in chunks])
     text = sse([("", c) for c in chunks]) + ("data: [DONE]\n\n" if done else "")
     found = recognise(CHAT_URL, None, 200, SSE_HEADERS, text)
-    assert files.recognised(stored_reply(text, SSE_HEADERS)) == found
+    assert interactions.recognised(stored_reply(text, SSE_HEADERS)) == found
     if found is not None:
         assert found.api == "openai.chat"
         assert_well_typed(found.response)
@@ -852,6 +853,12 @@ def cassette_error(path: Path) -> str:
         "pytest --harness-live."
     )
     return message.removeprefix(f"cassette {path} cannot be read: ").partition(". The file")[0]
+
+
+def test_the_cassette_schema_is_a_json_schema() -> None:
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(shape.SCHEMA)
 
 
 def with_interaction(change: tuple[Any, ...], value: Any, count: int = 3) -> dict[str, Any]:
@@ -1313,7 +1320,7 @@ def test_any_body_is_stored_so_that_it_gives_back_the_same_bytes(
     for body in (text, written, written + "\n", events, events.replace("\n", "\r\n")):
         stored = bodies.stored(body)
         assert (stored if isinstance(stored, str) else bodies.text(stored)) == body
-        assert files.body_bytes(stored) == body.encode()
+        assert bodies.body_bytes(stored) == body.encode()
 
 
 def stream_text(chunks: list[Any], named: bool, done: bool = True) -> str:
@@ -1346,7 +1353,7 @@ def stream_text(chunks: list[Any], named: bool, done: bool = True) -> str:
 def test_a_stored_reply_is_recognised_as_its_text_is(
     reply: str, request: Any, status: Any, streamed: bool
 ) -> None:
-    """The seam's replay reads a reply from the file's stored form (``files.recognised``):
+    """The seam's replay reads a reply from the file's stored form (``interactions.recognised``):
     it finds what ``recognise`` finds in the bytes that form writes back, for any body."""
     sent = (
         None
@@ -1363,8 +1370,8 @@ def test_a_stored_reply_is_recognised_as_its_text_is(
             "body": stored if isinstance(stored, dict) else {"string": stored},
         },
     }
-    asked = files.body_bytes(sent)
-    assert files.recognised(interaction) == recognise(
+    asked = bodies.body_bytes(sent)
+    assert interactions.recognised(interaction) == recognise(
         CHAT_URL, asked, status, headers, reply.encode()
     )
 

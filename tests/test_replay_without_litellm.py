@@ -2,7 +2,7 @@
 answers leaves every file byte-identical (item 5).
 
 What replay needs of litellm is kept with the recording: each model reply's price and the
-provider litellm placed the seam's call with (``files.Priced``, the interaction's
+provider litellm placed the seam's call with (``interactions.Priced``, the interaction's
 ``price``), and what litellm knew of a model when the recording asked (a schema sent as
 ``response_format`` or not, a context window: the cassette's metadata,
 ``CassetteSlot.recall``). A suite with tribunals, agents, an orchestrator run and the
@@ -24,7 +24,7 @@ import pytest
 
 from pytest_harness import _model
 from pytest_harness import _scope as scope
-from pytest_harness._cassettes import files
+from pytest_harness._cassettes import interactions, write
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._model import complete
 from pytest_harness._watch import TrafficWatch
@@ -205,12 +205,12 @@ def test_metadata_is_written_in_one_order_whatever_order_it_came_in(tmp_path: Pa
         path = tmp_path / "c.yaml"
         path.unlink(missing_ok=True)
         new = [
-            files.interaction(
+            interactions.interaction(
                 {"method": "GET", "uri": "http://h/x", "body": None},
                 {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": "ok"}},
             )
         ]
-        files.merge_and_write(
+        write.merge_and_write(
             path, new, mode="all", run_id=str(len(written)), secrets=[], metadata=entries
         )
         written.append(path.read_bytes())
@@ -237,9 +237,9 @@ def replay_one(path: Path, server: LoopbackServer, model: str) -> Any:
 def record_as_before_prices(path: Path, server: LoopbackServer, model: str) -> None:
     """Record as a version that kept no prices did: the same file, without ``price``."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(files, "price", lambda _: None)
+        patch.setattr(interactions, "price", lambda _: None)
         record_one(path, server, model)
-    assert files.PRICE not in json.loads(path.read_text())["interactions"][0]
+    assert interactions.PRICE not in json.loads(path.read_text())["interactions"][0]
 
 
 def test_a_recording_keeps_the_price_and_provider_litellm_gave(
@@ -248,7 +248,7 @@ def test_a_recording_keeps_the_price_and_provider_litellm_gave(
     path = tmp_path / "c.yaml"
     record_one(path, server, "gpt-4o-mini")
     (interaction,) = json.loads(path.read_text())["interactions"]
-    price = files.price(interaction)
+    price = interactions.price(interaction)
     assert price is not None
     assert price.provider == "openai"
     assert price.cost is not None
@@ -381,7 +381,7 @@ def test_a_stream_without_usage_replays_with_the_tokens_litellm_counted(
     slot.close(keep=True)
     assert recorded.usage.total_tokens > 0  # litellm's count
     (interaction,) = json.loads(path.read_text())["interactions"]
-    assert files.price(interaction) == files.Priced(None, "openai", recorded.usage)
+    assert interactions.price(interaction) == interactions.Priced(None, "openai", recorded.usage)
 
     sent = Sent(monkeypatch)
     tokens: list[str] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._cassettes import files
+from pytest_harness._cassettes import interactions, read
 from pytest_harness.errors import CallAbandoned, CassetteError, ReplayedFailure, describe
 from pytest_harness.testing import LoopbackServer, Reply
 
@@ -184,19 +184,20 @@ FAILED_CALL = {
 def test_a_failure_edited_by_hand_still_reads_and_a_wrong_one_is_named(tmp_path: Path) -> None:
     path = tmp_path / "edited.yaml"
     path.write_text(json.dumps({"version": 1, "interactions": [FAILED_CALL]}))
-    (read,) = files.read(path)["interactions"]
-    failure = files.failure(read)
-    assert failure == files.Failure("abandoned", 30.0, "CancelledError", "")
+    (stored,) = read.read(path)["interactions"]
+    failure = interactions.failure(stored)
+    assert failure == interactions.Failure("abandoned", 30.0, "CancelledError", "")
     assert isinstance(failure.error(), CallAbandoned)
 
     wrong = {**FAILED_CALL, "failure": {"kind": "lost"}}
     path.write_text(json.dumps({"version": 1, "interactions": [wrong]}))
-    with pytest.raises(CassetteError, match=r"interaction 1 of 1: failure must be a mapping"):
-        files.read(path)
+    named = r"interaction 1 of 1: failure\.kind must be 'abandoned' or 'error', got text \('lost'\)"
+    with pytest.raises(CassetteError, match=named):
+        read.read(path)
 
 
 def test_a_replayed_error_reads_as_the_recorded_one() -> None:
-    failure = files.Failure("error", 1.0, "Timeout", "litellm.Timeout: took too long")
+    failure = interactions.Failure("error", 1.0, "Timeout", "litellm.Timeout: took too long")
     error = failure.error()
     assert isinstance(error, ReplayedFailure)
     assert describe(error) == "Timeout: litellm.Timeout: took too long"

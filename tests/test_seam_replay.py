@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from pytest_harness import _model
 from pytest_harness import _scope as scope
-from pytest_harness._cassettes import files
+from pytest_harness._cassettes import interactions
 from pytest_harness._cassettes.matching import SEAM_FIELD, seam_key
 from pytest_harness._cassettes.slot import CassetteSlot
 from pytest_harness._item import TrafficWatch
@@ -186,7 +186,7 @@ def test_the_fast_path_and_the_http_path_give_the_same_response(
     reply, extra, fast = KINDS[kind]
     path = tmp_path / "c.yaml"
     params = record(path, reply, model, extra)
-    keys = [files.seam(i) for i in json.loads(path.read_text())["interactions"]]
+    keys = [interactions.seam(i) for i in json.loads(path.read_text())["interactions"]]
     assert keys
     assert all(keys)
 
@@ -485,7 +485,7 @@ def test_a_suite_replayed_by_key_reports_what_the_http_path_reports(
     assert len(cassettes) == 3
     for path in cassettes:
         stored = json.loads(path.read_text())["interactions"]
-        assert all(files.seam(interaction) for interaction in stored)
+        assert all(interactions.seam(interaction) for interaction in stored)
         without_keys(path).replace(path)
     by_http = report("by_http.json")
     assert by_key["tribunals"]

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_harness import _model
-from pytest_harness._cassettes import bodies, files, matching, store
+from pytest_harness._cassettes import bodies, interactions, matching, store
 from pytest_harness._response import ModelResponse, Usage
 from pytest_harness._scope import Scope
 from pytest_harness._watch import Spend, priced
@@ -688,7 +688,7 @@ def recorded(case: str, text: str | None = None) -> Recognised:
 
 
 def as_stored(case: str, text: str | None = None) -> Recognised | None:
-    """The same reply read from a cassette's stored form (``files.recognised``)."""
+    """The same reply read from a cassette's stored form (``interactions.recognised``)."""
     record = CORPUS[case]
     stored = bodies.stored(record["response"] if text is None else text)
     interaction = {
@@ -699,7 +699,7 @@ def as_stored(case: str, text: str | None = None) -> Recognised | None:
             "body": stored if isinstance(stored, dict) else {"string": stored},
         },
     }
-    return files.recognised(interaction)
+    return interactions.recognised(interaction)
 
 
 def message_of(case: str) -> dict[str, Any]:

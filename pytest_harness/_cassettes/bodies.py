@@ -15,6 +15,7 @@ reader of server-sent events.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -174,3 +175,30 @@ def _events_text(events: Any, options: dict[str, Any]) -> str:
         data = json.dumps(event["data"], **options) if "data" in event else str(event["text"])
         parts.append(f"{head}data: {data}\n\n")
     return "".join(parts)
+
+
+def stored_body(data: bytes | str | None) -> str | dict[str, Any] | None:
+    if data is None:
+        return None
+    if isinstance(data, bytes):
+        try:
+            return stored(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(data).decode("ascii")}
+    return stored(data)
+
+
+def body_bytes(body: str | Mapping[str, Any] | None) -> bytes | None:
+    """The bytes of a stored body (text, base64, JSON value or events); None for none.
+
+    ``read.read`` checked its shape: a stored form here writes its text back.
+    """
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if is_stored_form(body):
+        return text(body).encode("utf-8")
+    if body.get("base64") is not None:
+        return base64.b64decode(body["base64"])
+    return str(body.get("string") or "").encode("utf-8")

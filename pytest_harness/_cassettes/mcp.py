@@ -88,7 +88,7 @@ def recognise(
     *,
     replayed: bool = False,
 ) -> ToolRun | None:
-    """The MCP tool call in one interaction (``files`` form of the response), or None."""
+    """The MCP tool call in one interaction (its response as a cassette file stores it), or None."""
     call = as_dict(loads(decode(request_body))) if method.upper() == "POST" else {}
     if call.get("jsonrpc") != "2.0" or call.get("method") != "tools/call" or "id" not in call:
         return None

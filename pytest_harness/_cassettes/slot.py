@@ -52,7 +52,7 @@ from pytest_harness.errors import (
 )
 
 if TYPE_CHECKING:
-    from pytest_harness._cassettes.files import Priced
+    from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._response import ModelResponse
     from pytest_harness._wire import Recognised
@@ -189,7 +189,7 @@ class CassetteSlot:
         path: the cassette file.
         mode: ``none`` (replay), ``new`` or ``all``.
         nodeid: the test, for messages.
-        run_id: identifies this recording run across xdist workers (``files.RunLog``: the
+        run_id: identifies this recording run across xdist workers (``runlog.RunLog``: the
             files it wrote are noted outside them, so a file does not change with the run).
         ignore: body fields left out of matching.
         redaction: what is redacted before anything is saved.
@@ -278,15 +278,17 @@ class CassetteSlot:
         seen = self._replies.pop(kwargs.get(_CALL), None)  # type: ignore[arg-type]
         if seen is None:
             return response  # none went through it (a route answered, or a replay by key)
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import interactions
 
         reply, replayed, found = seen
         if not replayed:
             # litellm counts the tokens of a reply that says none: replay needs its count.
             counted = None if found.response.usage.total_tokens else response.usage
-            reply[files.PRICE] = files.Priced(response.cost, _provider(kwargs), counted)
+            reply[interactions.PRICE] = interactions.Priced(
+                response.cost, _provider(kwargs), counted
+            )
             return response
-        recorded = files.price(reply)
+        recorded = interactions.price(reply)
         return response if recorded is None else replace(response, cost=recorded.cost)
 
     def judged(self, kwargs: Mapping[str, Any]) -> scope.Judged | None:
@@ -308,24 +310,24 @@ class CassetteSlot:
         key, cassette = kwargs.get(_ASKED), self._cassette
         if self.mode != "none" or cassette is None or not isinstance(key, str):
             return None
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import interactions
 
         with cassette.playing:  # threads asking the same question each get their own recording
             index = cassette.unplayed(key)
             if index is None:
                 return None
             stored = cassette.stored(index)
-            failed = files.failure(stored)
+            failed = interactions.failure(stored)
             if failed is not None:  # it got no reply when recorded: it fails so again
                 cassette.play(index)
                 raise failed.error()
-            found, price = files.recognised(stored), files.price(stored)
+            found, price = interactions.recognised(stored), interactions.price(stored)
             answer = None if found is None else read(found, price)
             if found is None or answer is None:
                 return None
             cassette.play(index)
         uri, method = str(stored["request"]["uri"]), str(stored["request"]["method"]).upper()
-        latency = files.latency(stored)
+        latency = interactions.latency(stored)
         seen = Seen(found, uri, True, seam=True, latency_s=latency, method=method, price=price)
         self._show(seen, call=kwargs.get(_CALL))
         return answer
@@ -356,7 +358,7 @@ class CassetteSlot:
     def failed(self, kwargs: Mapping[str, Any], error: BaseException, seconds: float) -> None:
         """Record a seam call that got no reply while recording (it raised, or its caller
         abandoned it: a deadline), in its place: replay fails it the same way there
-        (``files.Failure``). Not the test's set-up errors (a miss, a blocked connection, a
+        (``interactions.Failure``). Not the test's set-up errors (a miss, a blocked connection, a
         wrong setting, the embedded model gone): those fail the test, which records
         nothing; nor a call without a seam key (it could not be found again)."""
         call, cassette = kwargs.get(_CALL), self._cassette
@@ -364,10 +366,10 @@ class CassetteSlot:
             return
         if call not in self._keys or isinstance(error, _NOT_RECORDED):
             return
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import interactions
 
         uri = str(kwargs.get("api_base") or kwargs.get("base_url") or _UNSENT)
-        cassette.failed(call, files.Failure.of(error, seconds), uri)
+        cassette.failed(call, interactions.Failure.of(error, seconds), uri)
         self._failed[id(error)] = call
 
     def retried(self, error: BaseException) -> None:
@@ -405,9 +407,9 @@ class CassetteSlot:
         with self._lock:
             if self._stack is not None or self._closed:
                 return  # open already, or the test is over (a late call from a thread)
-            from pytest_harness._cassettes import files, store
+            from pytest_harness._cassettes import runlog, store
 
-            files.note_used(self.path)  # --harness-prune: this cassette is in use
+            runlog.note_used(self.path)  # --harness-prune: this cassette is in use
             cassette = store.load(
                 self.path,
                 mode=self.mode,
@@ -463,7 +465,7 @@ class CassetteSlot:
         if call is not None:  # priced by the seam's response (``receive``)
             self._replies[call] = (response, replayed, found)
         elif not replayed and self.pricing is not None:
-            from pytest_harness._cassettes.files import PRICE
+            from pytest_harness._cassettes.interactions import PRICE
 
             response[PRICE] = self.pricing(found)
         self._seen(request, response, found, replayed=replayed, call=call)
@@ -478,7 +480,7 @@ class CassetteSlot:
         call: Any,
     ) -> None:
         """Show a model response to the traffic check; keep what it found for seam ``call``."""
-        from pytest_harness._cassettes import files
+        from pytest_harness._cassettes import interactions
 
         body = request.body if isinstance(request.body, bytes) else None
         seen = Seen(
@@ -487,9 +489,9 @@ class CassetteSlot:
             replayed,
             seam=call is not None,
             request=body,
-            latency_s=response.get(files.LATENCY),  # as recorded, or measured now
+            latency_s=response.get(interactions.LATENCY),  # as recorded, or measured now
             method=str(request.method).upper(),
-            price=files.price(response),  # as recorded, or priced now
+            price=interactions.price(response),  # as recorded, or priced now
         )
         self._show(seen, call)
 
@@ -590,16 +592,16 @@ class CassetteSlot:
 
     def previous(self) -> dict[str, Any] | None:
         """After a recording: the file's header (``version``, ``metadata``) from before this
-        test wrote to it (empty when there was no file), and under ``files.THIS_RUN`` the
+        test wrote to it (empty when there was no file), and under ``write.THIS_RUN`` the
         per-test entries this run had written into it; None in replay or before ``close``.
         """
         if not self._recorded:
             return None
         if self._previous is None:  # the test wrote nothing: the file is as it was
-            from pytest_harness._cassettes import files
+            from pytest_harness._cassettes import read, runlog, write
 
-            self._previous = files.header(self.path)
-            written = files.RunLog(self.run_id).written(self.path)
+            self._previous = read.header(self.path)
+            written = runlog.RunLog(self.run_id).written(self.path)
             if self._previous and written is not None:
-                self._previous[files.THIS_RUN] = list(written.tests)
+                self._previous[write.THIS_RUN] = list(written.tests)
         return self._previous

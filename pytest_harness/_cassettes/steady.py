@@ -24,7 +24,7 @@ server on a new free port every session. Three things keep a cassette's file sti
   later request of the run: the application sent it on, so the old reply would not replay
   into the requests that follow.
 
-Pure functions over a cassette's stored interactions (``files.interaction``): no vcrpy.
+Pure functions over a cassette's stored interactions (``interactions.interaction``): no vcrpy.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def kept(interaction: Interaction) -> dict[str, Any]:
     request = dict(interaction["request"])
     request["uri"] = pinned(str(request.get("uri", "")))
     request["headers"] = _without(request.get("headers"), response=False)
-    if "response" not in interaction:  # a call that failed: no reply (``files.FAILURE``)
+    if "response" not in interaction:  # a call that failed: no reply (``interactions.FAILURE``)
         return {**interaction, "request": request}
     response = dict(interaction["response"])
     response["headers"] = _without(response.get("headers"), response=True)

@@ -34,7 +34,16 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from pytest_harness._cassettes import bodies, files, matching, mcp, scrub
+from pytest_harness._cassettes import (
+    bodies,
+    checksum,
+    interactions,
+    matching,
+    mcp,
+    read,
+    scrub,
+    write,
+)
 from pytest_harness.errors import CassetteError, CassetteMiss, UnrecordableTraffic
 
 _ABSENT = object()
@@ -119,14 +128,14 @@ class _Innermost:
         return getattr(self._routing.innermost(), name)
 
 
-# ``files.read`` checked the shape of every interaction: what is read here is there, and typed.
+# ``read.read`` checked the shape of every interaction: what is read here is there, and typed.
 def _request(raw: Mapping[str, Any]) -> Any:
-    body = files.body_bytes(raw.get("body"))
+    body = bodies.body_bytes(raw.get("body"))
     return Request(raw["method"], raw["uri"], body, raw.get("headers") or {})
 
 
 def _response(raw: Mapping[str, Any]) -> dict[str, Any]:
-    content = files.body_bytes(raw.get("body") or {}) or b""
+    content = bodies.body_bytes(raw.get("body") or {}) or b""
     # vcrpy's stubs read ``status.message`` and ``headers`` (a list per name) unconditionally;
     # a hand-edited file may leave them out, or give a header a single value.
     headers = {
@@ -146,12 +155,12 @@ class Persister:
 
     @staticmethod
     def load(path: Path) -> dict[str, Any]:
-        """The file's data (``files.read``); its interactions become vcrpy's as they are read
+        """The file's data (``read.read``); its interactions become vcrpy's as they are read
         (``Interactions``)."""
         if not path.is_file():
             raise CassetteNotFoundError()
         # Raises CassetteError, naming the part, unless well-formed and holding recordings.
-        return files.read_recordings(path)
+        return read.read_recordings(path)
 
 
 class _Stored:
@@ -348,8 +357,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         return _request_digest(request.method, request.uri, body, self._ignore, self._blank)
 
     def stored_key(self, request: Mapping[str, Any]) -> matching.RequestKey:
-        """The match key of a request as a cassette file stores it (``files.interaction``)."""
-        body = files.body_bytes(request.get("body"))
+        """The match key of a request as a cassette file stores it (``interactions``)."""
+        body = bodies.body_bytes(request.get("body"))
         method, uri = str(request.get("method", "")), str(request.get("uri", ""))
         return _request_key(method, uri, body, self._ignore, self._blank)
 
@@ -360,13 +369,13 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         return self._before_record_request(_request(stored["request"]))
 
     def _stored_response(self, stored: Mapping[str, Any]) -> dict[str, Any]:
-        failed = files.failure(stored)
+        failed = interactions.failure(stored)
         if failed is not None:  # no reply to play: replay raises how the call failed
-            return {files.FAILURE: failed}
+            return {interactions.FAILURE: failed}
         response = {
             **_response(stored["response"]),
-            files.LATENCY: files.latency(stored),
-            files.PRICE: files.price(stored),
+            interactions.LATENCY: interactions.latency(stored),
+            interactions.PRICE: interactions.price(stored),
         }
         filtered: dict[str, Any] = self._before_record_response(response)
         return filtered
@@ -383,7 +392,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if len(self.data) > before:
             # From the request let through (the gate) to the whole response read.
             latency = None if started is None else time.perf_counter() - started
-            self.data[before][1][files.LATENCY] = latency
+            self.data[before][1][interactions.LATENCY] = latency
             self._remember(before)
             if self._watcher is not None:
                 request, response = self.data[before]
@@ -393,8 +402,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if mcp.standing_stream(request.method, request.headers):
             return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
         response = self._play_next(request)
-        if files.FAILURE in response:
-            raise response[files.FAILURE].error()
+        if interactions.FAILURE in response:
+            raise response[interactions.FAILURE].error()
         self._check_body(request, response)
         if self._watcher is not None:
             self._watcher(request, response, True)
@@ -488,7 +497,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             self._seam_sent[call] = request  # what a seam call that fails is recorded with
         return False
 
-    def failed(self, call: int, failure: files.Failure, uri: str) -> None:
+    def failed(self, call: int, failure: interactions.Failure, uri: str) -> None:
         """Record that seam call ``call`` got no reply (``failure``), in its place, with the
         request it last sent (one made for ``uri`` when it sent none); not when a reply of
         it was recorded (an error status: it replays as it was)."""
@@ -499,7 +508,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             request = Request("POST", uri, b"", {matching.SEAM_HEADER: str(call)})
         request = self._before_record_request(request)
         if request is not None:  # None: a host whose traffic passes through
-            self.data.append((request, {files.FAILURE: failure}))
+            self.data.append((request, {interactions.FAILURE: failure}))
             self.dirty = True
 
     def retried(self, call: int) -> None:
@@ -507,7 +516,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         retry middleware), and replay, which never retries, gives the retry's outcome."""
         for index in range(len(self.data) - 1, self._loaded_count - 1, -1):
             request, response = self.data[index]
-            if files.FAILURE in response and matching.seam_call(request.headers) == call:
+            if interactions.FAILURE in response and matching.seam_call(request.headers) == call:
                 del self.data[index]
                 return
 
@@ -543,7 +552,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         # The keys the file stores, trusted only while its checksum holds and its settings
         # are the test's; else (a file written before keys were stored, edited since, or
         # keyed with other settings) computed once, from its requests.
-        trusted = files.stored_keys(data, self._ignore, self._blank)
+        trusted = checksum.stored_keys(data, self._ignore, self._blank)
         keys = trusted or [
             matching.digest(self.stored_key(interaction["request"])) for interaction in stored
         ]
@@ -562,13 +571,13 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def _index_seams(self, stored: Sequence[Mapping[str, Any]]) -> None:
         """Index the seam calls' keys (``matching.seam_key``) the file's interactions keep.
 
-        Only a file whose stored keys are trusted (``files.stored_keys``) is indexed so: a
+        Only a file whose stored keys are trusted (``checksum.stored_keys``) is indexed so: a
         seam key cannot be computed again from the request, so in a file edited by hand its
         seam calls are answered by their HTTP match until it is recorded again. A host whose
         traffic passes through is never replayed, by either path.
         """
         for index, interaction in enumerate(stored):
-            seam = files.seam(interaction)
+            seam = interactions.seam(interaction)
             if seam is not None and not self._passes(interaction["request"]["uri"]):
                 self._seams.setdefault(seam, []).append(index)
 
@@ -750,7 +759,7 @@ def save_recordings(
     metadata: Mapping[str, Any] | None = None,
     seams: Mapping[int, str] | None = None,
 ) -> dict[str, Any] | None:
-    """Write what ``cassette`` recorded during this test (``files.merge_and_write``).
+    """Write what ``cassette`` recorded during this test (``write.merge_and_write``).
 
     ``seams``: the key of what each seam call asked (``matching.seam_key``), by its call
     number, stored with the interaction that call recorded.
@@ -761,17 +770,17 @@ def save_recordings(
     """
     keys = seams or {}
     new = [
-        files.interaction(
+        interactions.interaction(
             matching.untagged(request._to_dict()),
             response,
-            response.get(files.LATENCY),
+            response.get(interactions.LATENCY),
             keys.get(matching.seam_call(request.headers) or 0),
         )
         for request, response in cassette.recorded_now
     ]
     if not new:
         return None
-    return files.merge_and_write(
+    return write.merge_and_write(
         cassette.file,
         new,
         mode=mode,

@@ -381,31 +381,3 @@ def test_any_value_in_a_stored_key_field_loads_or_is_a_cassette_error(
         played = cassette.play_response(request)
         assert played["body"]["string"] == bodies.body_bytes(interaction["response"]["body"])
     assert cassette.all_played
-
-
-READ_AND_SAY_IF_JSONSCHEMA_LOADED = """
-import sys
-from pathlib import Path
-from pytest_harness._cassettes import read
-read.read(Path(sys.argv[1]))
-print("jsonschema" in sys.modules)
-"""
-
-
-def test_only_a_file_whose_checksum_breaks_has_its_shape_checked_with_jsonschema(
-    recorded: tuple[Path, dict[str, Any]],
-) -> None:
-    """A file as the harness wrote it is read without importing jsonschema; an edited one
-    has its shape checked (``shape.SCHEMA``)."""
-    import subprocess
-    import sys
-
-    path, _ = recorded
-
-    def loaded() -> str:
-        run = [sys.executable, "-c", READ_AND_SAY_IF_JSONSCHEMA_LOADED, str(path)]
-        return subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
-
-    assert loaded() == "False"
-    write(path, {**json.loads(path.read_text()), "metadata": {"edited": True}})
-    assert loaded() == "True"

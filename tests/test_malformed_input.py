@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from pytest_harness._agent import Agent
-from pytest_harness._cassettes import bodies, interactions, matching, shape, store
+from pytest_harness._cassettes import bodies, interactions, matching, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.write import FORMAT_VERSION, merge_and_write
 from pytest_harness._response import ModelResponse
@@ -853,12 +853,6 @@ def cassette_error(path: Path) -> str:
         "pytest --harness-live."
     )
     return message.removeprefix(f"cassette {path} cannot be read: ").partition(". The file")[0]
-
-
-def test_the_cassette_schema_is_a_json_schema() -> None:
-    import jsonschema
-
-    jsonschema.Draft202012Validator.check_schema(shape.SCHEMA)
 
 
 def with_interaction(change: tuple[Any, ...], value: Any, count: int = 3) -> dict[str, Any]:

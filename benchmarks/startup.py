@@ -1,25 +1,17 @@
 """Start-up cost of the pytest-harness plugin: what it adds to ``pytest --collect-only``.
 
 The suite is 200 trivial tests (20 files x 10 tests) with an empty ``pytest.ini``, in a
-temporary directory. Two conditions: bytecode caching on (``PYTHONPYCACHEPREFIX`` in the
-temporary directory, warmed first) and off (``PYTHONDONTWRITEBYTECODE=1``: every module of
-the plugin is compiled from source on each start).
+temporary directory, run with bytecode caching on and off (``PYTHONDONTWRITEBYTECODE=1``).
+The plugin loads through its ``pytest11`` entry point, as users get it; every other pytest
+plugin is blocked (``-p no:NAME``), so the floor is pytest's own start-up, and "without the
+plugin" is ``-p no:harness``. Two figures, each against that floor:
 
-The plugin is loaded as users get it: through its ``pytest11`` entry point (so pytest also
-rewrites the asserts of its modules). Every other installed pytest plugin is blocked with
-``-p no:NAME``, in both runs, so the floor is pytest's own start-up; without the plugin is
-``-p no:harness``. Two measurements, each against that floor, measured in the same run:
-
-1. Instructions (needs valgrind): ``valgrind --tool=callgrind`` counts the instructions of
-   ``python -m pytest --collect-only ...`` without and with the plugin. The figure is the
-   difference, and its share of the floor. It does not move with the load of the machine,
-   and repeats exactly run after run; but over hours on one machine the floor has been seen
-   to shift by a few million instructions, and the difference with it (the same tree read
-   29.4, 32.3 and 35.6 M in one session). To compare two versions, count them back to back.
-2. Wall time (noisy on a shared machine): a fresh process warms pytest up without the
-   plugin, then runs ``pytest.main`` in-process without it, with it (the first run that
-   imports it) and without it again; the figure is ``with - mean(without)``, median over
-   rounds, each round in a new process. The floor is the median ``without``.
+1. Wall time (noisy on a shared machine): in a fresh process per round, ``pytest.main``
+   without the plugin, with it, and without it again; the figure is the median over rounds
+   of ``with - mean(without)``.
+2. Instructions (with valgrind installed): callgrind's count of
+   ``python -m pytest --collect-only ...`` with the plugin minus without. It does not move
+   with the machine's load; compare two versions back to back.
 
 Run::
 

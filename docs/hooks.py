@@ -1,10 +1,9 @@
 """MkDocs hooks: the reference tables of options, ini keys and markers, from the plugin itself.
 
 A reference page holds a line ``<!-- reference: options -->`` (or ``ini``, ``markers``);
-at build time it becomes a table rendered from ``pytest_harness.plugin.OPTIONS``,
-``INI_KEYS`` or ``MARKERS`` (read from ``plugin.json``), the very definitions
-``pytest_addoption`` and ``pytest_configure`` register. The docs cannot drift from the code,
-and a page naming a table that does not exist fails the build.
+at build time it becomes a table of what the plugin registers, recorded by calling its
+``pytest_addoption`` and ``add_markers`` (``Registration``). The docs cannot drift from the
+code, and a page naming a table that does not exist fails the build.
 
 Such a page reads as a placeholder where it is opened as a file (on a code host): it carries
 a note, between ``<!-- unbuilt`` and ``<!-- /unbuilt -->``, saying it is generated and how
@@ -17,8 +16,9 @@ import importlib
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
+import pytest
 from mkdocs.exceptions import PluginError
 
 from pytest_harness import plugin
@@ -96,34 +96,73 @@ def _exports(markdown: str) -> str:
     return AUTODOC.sub(members, markdown)
 
 
+class Registration:
+    """What the plugin registers: it stands in for pytest's parser (``pytest_addoption``)
+    and config (``add_markers``) and records each call, in order."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, dict[str, Any]] = {}  # option: its argparse keywords
+        self.ini: dict[str, dict[str, Any]] = {}  # key: its help, type and default
+        self.markers: dict[str, str] = {}  # signature (after "@pytest.mark."): its help
+        plugin.pytest_addoption(cast(pytest.Parser, self))
+        plugin.add_markers(cast(pytest.Config, self))
+
+    def getgroup(self, name: str, description: str = "") -> Registration:
+        return self
+
+    def addoption(self, name: str, **keywords: Any) -> None:
+        self.options[name] = keywords
+
+    def addini(self, name: str, help: str, type: str, default: Any) -> None:
+        self.ini[name] = {"help": help, "type": type, "default": default}
+
+    def addinivalue_line(self, name: str, line: str) -> None:
+        signature, _, help = line.partition(": ")
+        self.markers[signature] = help
+
+
 def options_table() -> str:
     rows = (
         (
-            _anchor(name.lstrip("-"), _code(_usage(name, keywords))),
+            _anchor(name.lstrip("-"), _code(_usage(name, keywords), ONE_LINE)),
             _option_kind(keywords),
             _default(keywords["default"]),
             _text(keywords["help"]),
         )
-        for name, keywords in plugin.OPTIONS.items()
+        for name, keywords in Registration().options.items()
     )
     return _table(("Option", "Takes", "Default", "Meaning"), rows)
 
 
 def ini_table() -> str:
     rows = (
-        (_anchor(name, _code(name)), key["type"], _default(key["default"]), _text(key["help"]))
-        for name, key in plugin.INI_KEYS.items()
+        (
+            _anchor(name, _code(name, ONE_LINE)),
+            key["type"],
+            _default(key["default"]),
+            _text(key["help"]),
+        )
+        for name, key in Registration().ini.items()
     )
     return _table(("Ini key", "Type", "Default", "Meaning"), rows)
 
 
 def markers_table() -> str:
     rows = (
-        (_anchor(_marker(signature), _code(f"@pytest.mark.{signature}")), _text(help))
-        for signature, help in plugin.MARKERS.items()
+        (
+            _anchor(_marker(signature), _code(f"@pytest.mark.{signature}", AT_SPACES)),
+            _text(help),
+        )
+        for signature, help in Registration().markers.items()
     )
     return _table(("Marker", "Meaning"), rows)
 
+
+# A name in a table cell breaks where the theme lets code break, anywhere (a narrow column
+# made ``--harness-record={none,new,al l}``): names stay on one line, a marker's signature
+# breaks between its arguments only.
+ONE_LINE = "white-space: nowrap"
+AT_SPACES = "word-break: normal"
 
 TABLES: dict[str, Callable[[], str]] = {
     "options": options_table,
@@ -164,8 +203,9 @@ def _anchor(name: str, cell: str) -> str:
     return f'<span id="{name}"></span>{cell}'
 
 
-def _code(text: str) -> str:
-    return f"`{text}`"
+def _code(text: str, style: str = "") -> str:
+    """Inline code, with a CSS ``style`` (attr_list) if given."""
+    return f"`{text}`" + (f'{{ style="{style}" }}' if style else "")
 
 
 def _text(text: str) -> str:

@@ -1,16 +1,6 @@
-"""The harness's part in pytest's config: the session's settings, the plugins it registers
-for what the session asked, what it stops at the end (``_item`` is its part in one test).
-
-``settings`` resolves the session's settings once (command line > ini > default) and keeps
-them in ``config.stash``. When the command line or the ini file sets a harness option, or
-``-v`` asks for the session's tables, the plugin calls ``configure`` at start: the settings
-are resolved at once (a wrong value is a usage error before any test runs) and the plugins
-the session asked for are registered. Otherwise the settings are resolved when a test or a
-``scenarios`` marker first needs them (defaults cannot be wrong). ``unconfigure`` forgets
-the session's ledger and log of cassette files.
-
-A session that asks for none of this does not import this module at start-up (the plugin's
-own module is parsed at every start; this one only when needed).
+"""The harness's part in pytest's config: the session's settings, kept in ``config.stash``;
+the plugins registered for what the session asked for (prune, the model matrix, the session
+report); what is forgotten at the end. (``_item`` is the harness's part in one test.)
 """
 
 from __future__ import annotations
@@ -39,13 +29,14 @@ def settings(config: pytest.Config) -> Settings:
 
 
 def configure(config: pytest.Config, run_id: str, gates: object | None) -> None:
-    """Resolve the settings now, then register what the session asked for.
+    """Resolve the settings (a wrong value is a usage error before any test runs), then
+    register what the session asked for.
 
     In this order (pytest calls the last registered first): ``--harness-prune``, the
     plugin's dataset ``gates`` (None on an xdist worker), the model matrix, the session
     report (on the controller, when shown or recording).
     """
-    session = settings(config)  # a wrong value is a usage error now
+    session = settings(config)
     if config.option.harness_prune is not None:  # every process notes the cassettes it opens
         config.pluginmanager.register(Prune(config, session, run_id), "harness-prune")
     if gates is not None:

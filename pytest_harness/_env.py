@@ -8,21 +8,16 @@
 
 The plugin applies them when pytest configures (before any test, so before the application
 builds a litellm client), the seam before it imports litellm. A value the user set wins.
-
-The table is the ``environment`` entry of ``plugin.json``, which the plugin reads at every
-start: it applies the table from there, without importing this module (a module imported at
-start-up is parsed at every start; see ``pytest_harness.plugin``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
-LITELLM_DEFAULTS: dict[str, str] = json.loads(
-    Path(__file__).with_name("plugin.json").read_text(encoding="utf-8")
-)["environment"]
+LITELLM_DEFAULTS: dict[str, str] = {
+    "DISABLE_AIOHTTP_TRANSPORT": "True",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
 
 
 def apply() -> None:

@@ -219,7 +219,7 @@ class ItemRun:
         """
         matrix = _matrix_model(item, session)
         if matrix is not None:  # a model matrix's copy: as --harness-model=MODEL would run
-            session = session._replace(model=matrix, model_from_cli=True)
+            session = replace(session, model=matrix, model_from_cli=True)
         test = settings_.apply(session, *settings_.arguments(item))
         captures = session.capture == "all" or settings_.uses_harness(item)
         run = cls(item, record_failed=session.record_failed, captures=captures)

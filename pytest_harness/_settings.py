@@ -1,15 +1,8 @@
-"""Settings: the command line, the ``harness`` marker and the ini file, resolved once.
+"""The harness's settings: the command line, the ``harness`` marker and the ini file.
 
-Precedence, everywhere: command line, then marker, then ini, then default. The session-wide
-part is resolved here (``resolve``, called once per session by ``_config.settings``) into
-``Settings``; the per-test part (the ``harness`` marker's arguments) is applied by ``apply``
-when the test starts.
-
-This module is imported when a session first needs its settings (at start-up when it sets a
-harness option), so it is kept cheap: ``Settings`` is a ``NamedTuple`` (a frozen dataclass
-costs about 1 ms to create; this is read-only all the same).
-
-The ``harness`` marker's arguments are checked here too (``arguments``).
+Precedence, everywhere: command line, then marker, then ini, then default. ``resolve``
+builds the session's ``Settings`` once (``_config.settings``); ``apply`` applies one test's
+``harness`` marker to them (its arguments checked here too) into its ``TestSettings``.
 """
 
 from __future__ import annotations
@@ -17,14 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import pytest
 
 from pytest_harness.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pytest_harness.errors import ConfigError
 
 RecordMode: TypeAlias = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
@@ -41,7 +31,8 @@ PRUNE_ACTIONS: tuple[PruneAction, ...] = ("list", "remove")
 _Option = TypeVar("_Option", bound=str)
 
 
-class Settings(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
     """The session's harness settings.
 
     Attributes:
@@ -168,7 +159,7 @@ def _matrix(cli_model: str | None, cli: str | None, ini: str | None) -> tuple[st
             no cassette or test id can hold, or two names that share a cassette name.
     """
     if cli is not None and cli_model:
-        raise _config_error(
+        raise ConfigError(
             f"--harness-models={cli} and --harness-model={cli_model} were both given: the "
             "matrix runs each test once per model, the single override runs all on one. "
             f"Pass one of them (to add {cli_model} to the matrix, list it in --harness-models)."
@@ -184,7 +175,7 @@ def _model_list(name: str, value: str) -> tuple[str, ...]:
     """Comma-separated model names, each checked, none twice, no two sharing a cassette."""
     entries = [entry.strip() for entry in value.split(",")]
     if not value.strip() or "" in entries:
-        raise _config_error(
+        raise ConfigError(
             f"{name} got {value!r}, which has an empty entry: list litellm model names "
             f"separated by single commas, for example {name}=openai/gpt-4o-mini,"
             "anthropic/claude-3-5-haiku-latest."
@@ -193,10 +184,10 @@ def _model_list(name: str, value: str) -> tuple[str, ...]:
     slugs: dict[str, str] = {}
     for model in models:
         if model in slugs.values():
-            raise _config_error(f"{name} lists {model!r} twice; list each model once.")
+            raise ConfigError(f"{name} lists {model!r} twice; list each model once.")
         other = slugs.setdefault(file_name(model), model)
         if other != model:
-            raise _config_error(
+            raise ConfigError(
                 f"{name} lists {other!r} and {model!r}, which would share the cassette name "
                 f"[{file_name(model)}] (characters other than letters, digits, '.', '_' "
                 "and '-' become '_'); keep one of them."
@@ -217,7 +208,7 @@ def _model_name(name: str, value: str | None) -> str | None:
     model = (value or "").strip()
     found = _UNSAFE.search(model)
     if found is not None:
-        raise _config_error(
+        raise ConfigError(
             f"{name} got the model name {model!r}, which holds {found.group()!r}: a litellm "
             "model name has letters, digits and . _ - / : @ + = ~ only (test ids and cassette "
             "names are made from it). Write the name as litellm spells it, e.g. "
@@ -238,7 +229,7 @@ def _prune(value: str | None) -> PruneAction | None:
 
 def _report_path(value: str | None) -> str | None:
     if value and (Path(value).is_dir() or value.endswith(".py") or "::" in value):
-        raise _config_error(
+        raise ConfigError(
             f"--harness-report got {value!r}, which looks like a test path, not a JSON file: "
             "write --harness-report=PATH for a JSON report, or put --harness-report after "
             "the test paths (or as --harness-report=) for the table only"
@@ -249,7 +240,7 @@ def _report_path(value: str | None) -> str | None:
 def _record_mode(live: bool, record: str | None) -> RecordMode | None:
     """The command line's record mode, or None when it gave none."""
     if live and record not in (None, "all"):
-        raise _config_error(
+        raise ConfigError(
             f"--harness-live records everything from scratch (record mode 'all') but "
             f"--harness-record={record} was also given; pass one of them."
         )
@@ -265,7 +256,7 @@ def choice(name: str, value: Any, allowed: tuple[_Option, ...]) -> _Option:
     for option in allowed:
         if value == option:
             return option
-    raise _config_error(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
+    raise ConfigError(f"{name} expects one of {', '.join(allowed)}, got {value!r}.")
 
 
 def seconds(name: str, value: Any) -> float | None:
@@ -277,7 +268,7 @@ def seconds(name: str, value: Any) -> float | None:
     except (TypeError, ValueError):
         seconds = -1.0
     if seconds <= 0:
-        raise _config_error(f"{name} expects a positive number of seconds, got {value!r}.")
+        raise ConfigError(f"{name} expects a positive number of seconds, got {value!r}.")
     return seconds
 
 
@@ -290,7 +281,7 @@ def amount(name: str, value: Any) -> float | None:
     except (TypeError, ValueError):
         number = -1.0
     if not number >= 0:
-        raise _config_error(
+        raise ConfigError(
             f"{name} expects an amount in the provider's currency (as litellm prices it), "
             f"such as 0.50, got {value!r}."
         )
@@ -305,13 +296,7 @@ def _flag(name: str, value: Any) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise _config_error(f"{name} expects true or false, got {value!r}.")
-
-
-def _config_error(message: str) -> ConfigError:
-    from pytest_harness.errors import ConfigError
-
-    return ConfigError(message)
+    raise ConfigError(f"{name} expects true or false, got {value!r}.")
 
 
 ARGUMENTS = (

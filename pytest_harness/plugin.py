@@ -1,29 +1,21 @@
-"""pytest hooks of pytest-harness: options, ini keys, markers, the fixture, the session report.
+"""The pytest plugin of pytest-harness: its options, ini keys and markers, its fixtures, and
+the hooks that run a test in its harness scope.
 
-Only pytest glue lives here; behaviour is in the modules these hooks call, imported when a
-test first needs them (a test's part in ``_item``, the session's in ``_config``). At
-start-up the plugin imports only its hookspecs: a suite that uses no harness feature pays
-almost nothing for it.
-
-This module is parsed at every start: pytest imports a plugin's modules through its
-assertion rewriter, which parses the source into an AST (also when told not to rewrite) unless
-it finds its own cached copy, and without bytecode caching there is none. What it costs
-grows with every line here, so hooks that are not called in every session stay short.
-
-PYTEST_DONT_REWRITE: pytest rewrites the asserts of every module of a plugin's distribution as
-it imports it; this module has none, and it is loaded at every start-up.
+Only pytest glue lives here. The work is done by the modules these hooks call (a test's
+part in ``_item``, the session's in ``_config``), imported when first needed, so loading the
+plugin imports nothing heavy.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from pytest_harness import _env
 
 if TYPE_CHECKING:
     from pytest_harness._fixture import Harness
@@ -37,45 +29,238 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-# Options, ini keys, markers and litellm's environment are data, in plugin.json beside this
-# module: the hooks below register and apply them, and the docs' reference pages
-# (docs/reference/options.md, ini.md, markers.md) are rendered from them at build time
-# (docs/hooks.py), so the two cannot drift apart. JSON, not Python literals: parsing this
-# module at every start (see above) costs about 25 times what json.loads does for the same
-# tables (and pytest has imported json). An option or ini key set to other than its default
-# makes pytest_configure resolve the settings at once.
-_DATA: dict[str, dict[str, Any]] = json.loads(
-    Path(__file__).with_name("plugin.json").read_text(encoding="utf-8")
-)
-OPTIONS: dict[str, dict[str, Any]] = _DATA["options"]  # option: its argparse keywords
-INI_KEYS: dict[str, dict[str, Any]] = _DATA["ini"]  # key: its help, type and default
-MARKERS: dict[str, str] = _DATA["markers"]  # signature (after "@pytest.mark."): its help
-_ENVIRONMENT: dict[str, str] = _DATA["environment"]  # _env.LITELLM_DEFAULTS
-
-
+# The docs' reference pages (docs/reference/options.md, ini.md, markers.md) are rendered
+# from these registrations (docs/hooks.py calls pytest_addoption and add_markers), so the
+# two cannot drift apart.
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "pytest-harness: LLM tribunals, cassettes, embedded model")
-    for name, keywords in OPTIONS.items():
-        group.addoption(name, **keywords)
-    for key, keywords in INI_KEYS.items():
-        parser.addini(key, **keywords)
+    group.addoption(
+        "--harness-live",
+        action="store_true",
+        default=False,
+        help="record model traffic from scratch: real calls; each test's cassette is replaced "
+        "by what it recorded (written only if the test passed)",
+    )
+    group.addoption(
+        "--harness-record",
+        default=None,
+        metavar="{none,new,all}",
+        help="cassette mode: none = replay only, offline (default); new = keep recordings and "
+        "record missing requests; all = same as --harness-live",
+    )
+    group.addoption(
+        "--harness-model",
+        default=None,
+        metavar="MODEL",
+        help="litellm model name that replaces every model call's model (overrides "
+        "harness_model and markers)",
+    )
+    group.addoption(
+        "--harness-models",
+        default=None,
+        metavar="MODEL,MODEL",
+        help="comma-separated litellm model names: run every test that uses the harness once "
+        "per model (ids test[MODEL]), each with that model as its override and its own "
+        "cassette (test[MODEL].yaml), and report them as a matrix (overrides harness_models; "
+        "refused with --harness-model)",
+    )
+    group.addoption(
+        "--harness-judge-model",
+        default=None,
+        metavar="MODEL",
+        help="litellm model name of every judge a tribunal runs (and of ready-made judges), "
+        "whatever --harness-model or --harness-models say (overrides harness_judge_model and "
+        "markers)",
+    )
+    group.addoption(
+        "--harness-prune",
+        nargs="?",
+        const="list",
+        default=None,
+        metavar="{list,remove}",
+        help="after a full run (no paths, -k, -m or deselection; every test passed), list the "
+        "cassettes under harness_cassette_dir that no test opened (list, the default), or "
+        "delete them (remove)",
+    )
+    group.addoption(
+        "--harness-report",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="print the session's tables (tribunal runs, sampled tests, calibrations, agent "
+        "runs, model calls; also shown with -v); with PATH also write them: PATH.html as one "
+        "self-contained HTML page, any other PATH as JSON",
+    )
+    _add_ini_keys(parser)
+
+
+def _add_ini_keys(parser: pytest.Parser) -> None:
+    parser.addini(
+        "harness_cassette_dir",
+        help="folder of cassettes, relative to rootdir",
+        type="string",
+        default="cassettes",
+    )
+    parser.addini(
+        "harness_model",
+        help="litellm model name that replaces every model call's model",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_models",
+        help="comma-separated litellm model names: a model matrix, as --harness-models (a "
+        "--harness-model on the command line turns it off)",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_judge_model",
+        help="litellm model name of every judge a tribunal runs, whatever the model override",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_record",
+        help="cassette mode when the command line gives none: none (default), new or all",
+        type="string",
+        default="none",
+    )
+    parser.addini(
+        "harness_degenerate",
+        help="on an empty, think-only or interrupted model response: fail (default), warn or off",
+        type="string",
+        default="fail",
+    )
+    parser.addini(
+        "harness_mcp_stdio",
+        help="an MCP server over stdio in a test with a cassette (none can record it): error "
+        "(default) or live (runs live, unrecorded)",
+        type="string",
+        default="error",
+    )
+    parser.addini(
+        "harness_timeout",
+        help="per-call model HTTP timeout in seconds",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_record_failed",
+        help="write a test's cassette even when the test failed while recording",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
+        "harness_allow_hosts",
+        help="hosts tests may still connect to in replay mode, one per line (loopback included)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "harness_ignore_hosts",
+        help="hosts whose traffic passes through untouched, never recorded nor refused, one "
+        "per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "harness_capture",
+        help="whose HTTP traffic is recorded and replayed: harness (default: tests that use "
+        "the harness marker or a harness fixture) or all (every test)",
+        type="string",
+        default="harness",
+    )
+    parser.addini(
+        "harness_max_cost",
+        help="most one test may spend on live model calls (litellm prices)",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_max_session_cost",
+        help="most the whole session may spend on live model calls (litellm prices)",
+        type="string",
+        default="",
+    )
+    parser.addini(
+        "harness_match_ignore",
+        help="dotted JSON body fields left out of cassette matching, one per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "harness_redact_headers",
+        help="extra request headers redacted before cassettes are saved",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "harness_redact_query",
+        help="extra request query redacted before cassettes are saved",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "harness_redact_body_fields",
+        help="extra request body fields redacted before cassettes are saved",
+        type="linelist",
+        default=[],
+    )
+
+
+def add_markers(config: pytest.Config) -> None:
+    """Register the harness's markers (``pytest --markers``; ``--strict-markers`` accepts them)."""
+    config.addinivalue_line(
+        "markers",
+        "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
+        "samples=1, pass_rate=1.0, confidence=None, margin=0.05, inconclusive='fail', "
+        "mcp_stdio=None, judge_model=None): per-test harness settings: cassette name (False: "
+        "none), degenerate policy (fail/warn/off), model, judges' model, record mode "
+        "(none/new/all), call timeout; run the body `samples` times and pass when at least "
+        "`pass_rate` of them pass; with `confidence`, stop as soon as the samples decide at "
+        "that confidence (SPRT, indifference `margin`), an undecided test being "
+        "`inconclusive` (fail/xfail/pass); an MCP server over stdio (error/live)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "scenarios(team, input, limit=None): parametrize the test's `scenario` argument with "
+        "what a shared-state team generates (recorded in its own cassette)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "dataset(source, argname='case', pass_rate=None, confidence=None, margin=0.05, "
+        "inconclusive='fail'): parametrize the test's `case` argument with each case of a "
+        "JSONL, CSV or YAML file (or a list), ids from each row's `id` or its input; with "
+        "`pass_rate`, a gate: the share of cases passing must reach it (sequential with "
+        "`confidence`), and the gate, not each case, decides the run",
+    )
+    config.addinivalue_line(
+        "markers",
+        "harness_unavailable(message): set by the harness; the test errors at set-up with the "
+        "message",
+    )
+    config.addinivalue_line(
+        "markers",
+        "harness_case(index, count, source): set by the harness; a dataset case's place in its "
+        "dataset",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before hypothesis's, which loads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
-    for name, value in _ENVIRONMENT.items():  # _env.apply(), without importing it at start-up
-        os.environ.setdefault(name, value)  # litellm's, for the application's own calls too
+    _env.apply()  # litellm's environment, for the application's own calls too
     if getattr(config.option, "hypothesis_profile", None) == "harness":
         import pytest_harness.strategies  # noqa: F401  (registers the "harness" profile)
-    for signature, help in MARKERS.items():
-        config.addinivalue_line("markers", f"{signature}: {help}")
+    add_markers(config)
     # One id per recording run, shared with xdist workers: cassettes shared by several tests
     # collect all of this run's interactions instead of the last test's share.
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
     config.stash[RUN_ID] = run_id
     gates = None if workerinput else DatasetGates()  # the controller sees every case's report
-    if config.option.verbose > 0 or _sets_harness_options(config):  # -v shows the tables
+    if config.option.verbose > 0 or _names_harness_options(config):  # -v shows the tables
         from pytest_harness import _config
 
         _config.configure(config, run_id, gates)  # settings now: a wrong value is a usage error
@@ -83,11 +268,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(gates, "harness-dataset-gates")
 
 
-def _sets_harness_options(config: pytest.Config) -> bool:
-    for name, keywords in OPTIONS.items():
-        if getattr(config.option, name[2:].replace("-", "_")) != keywords["default"]:
-            return True
-    return any(config.getini(key) != keywords["default"] for key, keywords in INI_KEYS.items())
+def _names_harness_options(config: pytest.Config) -> bool:
+    """Whether the command line sets a harness option (each defaults to None or False), or
+    an ``-o`` override or the configuration file names a harness ini key. A session that
+    does neither loads its settings (defaults: none can be wrong) with its first harness
+    test, and pytest starts without importing them."""
+    options = (value for name, value in vars(config.option).items() if name.startswith("harness_"))
+    if any(value not in (None, False) for value in options):
+        return True
+    if any(line.startswith("harness_") for line in config.option.override_ini or ()):
+        return True
+    return config.inipath is not None and "harness_" in config.inipath.read_text("utf-8")
 
 
 class DatasetGates:
@@ -168,24 +359,17 @@ def harness_model(request: pytest.FixtureRequest) -> str | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``@pytest.mark.scenarios``: the test's ``scenario`` argument, one test per item;
     ``@pytest.mark.dataset``: its ``case`` argument, one test per case."""
-    # The closest marker of each name, in one walk up the tree: iter_markers' walk without
-    # its generators. This runs for every test function: on 200 tests, two
-    # get_closest_marker calls cost 4 M instructions, this walk 0.6 M.
-    closest: dict[str, pytest.Mark] = {}
-    node: pytest.Item | pytest.Collector | None = metafunc.definition
-    while node is not None:
-        for mark in node.own_markers:
-            closest.setdefault(mark.name, mark)
-        node = node.parent
-    if "dataset" in closest:
+    dataset = metafunc.definition.get_closest_marker("dataset")
+    if dataset is not None:
         from pytest_harness._cases import parametrize
 
-        parametrize(closest["dataset"], metafunc)
-    if "scenarios" in closest:
+        parametrize(dataset, metafunc)
+    marker = metafunc.definition.get_closest_marker("scenarios")
+    if marker is not None:
         from pytest_harness import _scenarios as scenarios
         from pytest_harness._config import settings
 
-        config, marker = metafunc.config, closest["scenarios"]
+        config = metafunc.config
         scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
 
 

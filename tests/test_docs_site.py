@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from browser import ARTIFACTS, Browser, Node, needs_chromium, parse
 
-from pytest_harness import plugin, testing
+from pytest_harness import testing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_EXTRA = ("mkdocs", "material", "mkdocstrings")
@@ -159,18 +159,52 @@ def test_an_api_page_lists_exactly_what_its_namespace_exports(site: Path, page: 
     assert members(site / "reference" / "api" / f"{page}.html", name) == sorted(exported)
 
 
-def test_the_reference_tables_come_from_the_plugin(site: Path) -> None:
-    tables = {
-        "options": [name.lstrip("-") for name in plugin.OPTIONS],
-        "ini": list(plugin.INI_KEYS),
-        "markers": [signature.partition("(")[0] for signature in plugin.MARKERS],
+def test_the_reference_tables_list_what_pytest_lists(site: Path, tmp_path: Path) -> None:
+    """Each table's rows, in order: the harness's options and ini keys as ``pytest --help``
+    shows them (each with its help), the markers the plugin adds to ``pytest --markers``."""
+    help_text = pytest_output(tmp_path, "--help")
+    listed = {
+        "options": re.findall(r"^  --(harness-[\w-]+)", help_text, re.M),
+        "ini": re.findall(r"^  (harness_\w+) \(", help_text, re.M),
+        "markers": [
+            name
+            for name in markers(pytest_output(tmp_path, "--markers"))
+            if name not in markers(pytest_output(tmp_path, "-p", "no:harness", "--markers"))
+        ],
     }
-    for page, names in tables.items():
+    shown = "".join(help_text.split())  # as wrapped: no spaces
+    for page, names in listed.items():
         dom = parse((site / "reference" / f"{page}.html").read_text(encoding="utf-8"))
         rows = dom.find("article").find("table").find("tbody").find_all("tr")
         assert [row.find("span").attrs["id"] for row in rows] == names, page
-    help_text = parse((site / "reference" / "ini.html").read_text(encoding="utf-8")).text
-    assert " ".join(plugin.INI_KEYS["harness_cassette_dir"]["help"].split()) in help_text
+        if page != "markers":  # a marker's help has code spans where --markers has backticks
+            for row in rows:
+                assert "".join(row.find_all("td")[-1].text.split()) in shown
+
+
+def pytest_output(folder: Path, *args: str) -> str:
+    command = [sys.executable, "-m", "pytest", "-p", "no:randomly", *args]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+def markers(listing: str) -> list[str]:
+    """The marker names of ``pytest --markers``."""
+    return re.findall(r"^@pytest\.mark\.(\w+)", listing, re.M)
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", ["options", "ini"])
+def test_a_reference_table_shows_each_name_on_one_line(
+    site: Path, browser: Browser, page: str
+) -> None:
+    """``--harness-record={none,new,all}`` reads whole, never broken inside a name."""
+    open_page(browser, site / "reference" / f"{page}.html", f"docs-{page}.png")
+    lines = browser.evaluate(
+        "[...document.querySelectorAll('article tbody tr td:first-child code')]"
+        ".map(code => code.getClientRects().length)"
+    )
+    assert lines, page
+    assert set(lines) == {1}, lines
 
 
 def generated_pages() -> list[Path]:

@@ -215,7 +215,7 @@ def test_startup_imports_only_what_registering_the_plugin_needs(pytester: pytest
     pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
     result = pytester.runpytest_subprocess("-s", "--collect-only", "-q")
     assert result.ret == 0
-    loaded = "pytest_harness,pytest_harness.hookspecs,pytest_harness.plugin"
+    loaded = "pytest_harness,pytest_harness._env,pytest_harness.hookspecs,pytest_harness.plugin"
     result.stdout.fnmatch_lines([f"LOADED: {loaded}"])
 
 

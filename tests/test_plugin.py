@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from pytest_harness import _env, plugin
@@ -29,12 +31,44 @@ def test_help_lists_options_and_ini_keys(pytester: pytest.Pytester) -> None:
     )
 
 
-def test_help_shows_every_option_and_ini_key_of_plugin_json(pytester: pytest.Pytester) -> None:
-    """The registration is read from plugin.json: every entry reaches pytest, help and all."""
+class Registered:
+    """What the plugin registers: stands in for pytest's parser and config, noting each call."""
+
+    def __init__(self) -> None:
+        self.help: dict[str, str] = {}  # option or ini key: its help
+        self.markers: list[str] = []  # "signature: help", as --markers shows them
+        plugin.pytest_addoption(cast(pytest.Parser, self))
+        plugin.add_markers(cast(pytest.Config, self))
+
+    def getgroup(self, name: str, description: str = "") -> Registered:
+        return self
+
+    def addoption(self, name: str, **keywords: Any) -> None:
+        self.help[name] = keywords["help"]
+
+    def addini(self, name: str, help: str, **keywords: Any) -> None:
+        self.help[name] = help
+
+    def addinivalue_line(self, name: str, line: str) -> None:
+        assert name == "markers"
+        self.markers.append(line)
+
+
+def test_help_shows_every_option_and_ini_key_the_plugin_registers(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every option and ini key of ``pytest_addoption`` reaches --help, help and all; every
+    marker of ``add_markers`` reaches --markers."""
+    registered = Registered()
+    assert "--harness-live" in registered.help
+    assert registered.markers
     shown = "".join(pytester.runpytest("--help").stdout.str().split())  # as wrapped: no spaces
-    for name, keywords in [*plugin.OPTIONS.items(), *plugin.INI_KEYS.items()]:
+    for name, help in registered.help.items():
         assert name in shown
-        assert "".join(keywords["help"].split()) in shown, name
+        assert "".join(help.split()) in shown, name
+    markers = pytester.runpytest("--markers").stdout.lines
+    for line in registered.markers:
+        assert f"@pytest.mark.{line}" in markers
 
 
 def test_markers_are_listed(pytester: pytest.Pytester) -> None:

@@ -37,11 +37,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes import checksum, read, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
-from pytest_harness._model import complete
+from pytest_harness._model.seam import complete
+from pytest_harness._pytest_glue import scope
 from pytest_harness.testing import LoopbackServer, Reply
 
 SIZE = 1000

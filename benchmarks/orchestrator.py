@@ -34,9 +34,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes.slot import CassetteSlot
+from pytest_harness._model import seam as model
+from pytest_harness._pytest_glue import scope
 from pytest_harness.orchestrator import Orchestrator, count_usage, tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 

@@ -45,11 +45,11 @@ from typing import Any, TypeAlias
 import yaml
 from tabulate import tabulate
 
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes import bodies, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
-from pytest_harness._model import complete
+from pytest_harness._model.seam import complete
+from pytest_harness._pytest_glue import scope
 from pytest_harness.testing import LoopbackServer, Reply
 
 SIZES = (10, 100, 200, 1000)

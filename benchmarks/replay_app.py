@@ -61,7 +61,7 @@ from replay import answer, load_cassette, make_slot, messages
 from tabulate import tabulate
 
 from pytest_harness._cassettes import bodies
-from pytest_harness._item import TrafficWatch
+from pytest_harness._pytest_glue.item import TrafficWatch
 from pytest_harness.testing import LoopbackServer
 
 SIZES = (10, 200, 1000)

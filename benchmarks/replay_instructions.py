@@ -33,7 +33,7 @@ from pathlib import Path
 from replay import answer, complete, make_slot, messages, record
 from tabulate import tabulate
 
-from pytest_harness import _scope as scope
+from pytest_harness._pytest_glue import scope
 from pytest_harness.testing import LoopbackServer
 
 SIZE = 200

@@ -45,10 +45,10 @@ from tabulate import tabulate
 from tribunal import INPUT, REPLAY_JUDGES, at_once, make_slot, panel_judges, tribunal, verdict_of
 
 from pytest_harness import _aio
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
-from pytest_harness._item import TrafficWatch
+from pytest_harness._model import seam as model
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.item import TrafficWatch
 from pytest_harness._report import tribunals as report
 from pytest_harness.testing import LoopbackServer
 from pytest_harness.tribunal import Tribunal, assert_verdict

@@ -49,9 +49,9 @@ from replay_app import floor_batch, floor_client
 from replay_app import record as record_app
 from tabulate import tabulate
 
-from pytest_harness import _scope as scope
-from pytest_harness._item import TrafficWatch
-from pytest_harness._model import complete
+from pytest_harness._model.seam import complete
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.item import TrafficWatch
 from pytest_harness.testing import LoopbackServer
 
 SIZES = (10, 200, 1000)

@@ -29,8 +29,8 @@ from collections import Counter
 import pytest
 from tabulate import tabulate
 
-from pytest_harness._samples import Sampling
-from pytest_harness._sequential import Sprt
+from pytest_harness._datasets.sampling import Sampling
+from pytest_harness._statistics import Sprt
 
 PASS_RATE = 0.8
 SAMPLES = 100

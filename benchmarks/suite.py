@@ -92,7 +92,7 @@ PROFILE_PARTS = (
     ("    the cassette module and vcrpy imported (once)", "_cassettes/store.py", "<module>"),
     ("app's SDK calls: vcrpy's httpx2 stub", "vcr/stubs/httpx_stubs.py", "_vcr_handle_request"),
     ("tribunal (harness.assert_verdict)", "tribunal/_assertions.py", "assert_verdict"),
-    ("  litellm import (_model.lib, once)", "pytest_harness/_model.py", "lib"),
+    ("  litellm import (_model.lib, once)", "pytest_harness/_model/seam.py", "lib"),
     ("  judges' replayed calls (Agent.acall)", "pytest_harness/_agent.py", "acall"),
     ("  report record (_report.tribunals.record)", "_report/tribunals.py", "record"),
     ("harness teardown (pytest_runtest_teardown)", "harness/plugin.py", "pytest_runtest_teardown"),

@@ -53,11 +53,11 @@ from typing import Any, TypeAlias
 
 from tabulate import tabulate
 
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
 from pytest_harness._cassettes import bodies, matching
 from pytest_harness._cassettes.slot import CassetteSlot
+from pytest_harness._model import seam as model
+from pytest_harness._pytest_glue import scope
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal import Tribunal
 

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pytest_harness._agent import Agent, AgentResult
-    from pytest_harness._fixture import Harness
-    from pytest_harness._model import acomplete, complete
-    from pytest_harness._response import ModelResponse, ToolCall, Usage
+    from pytest_harness._model.response import ModelResponse, ToolCall, Usage
+    from pytest_harness._model.seam import acomplete, complete
+    from pytest_harness._pytest_glue.fixture import Harness
     from pytest_harness.errors import (
         AllAgentsFailed,
         BudgetExceeded,
@@ -60,12 +60,12 @@ __all__ = [
 _HOME = {
     "Agent": "_agent",
     "AgentResult": "_agent",
-    "Harness": "_fixture",
-    "acomplete": "_model",
-    "complete": "_model",
-    "ModelResponse": "_response",
-    "ToolCall": "_response",
-    "Usage": "_response",
+    "Harness": "_pytest_glue.fixture",
+    "acomplete": "_model.seam",
+    "complete": "_model.seam",
+    "ModelResponse": "_model.response",
+    "ToolCall": "_model.response",
+    "Usage": "_model.response",
     "Tribunal": "tribunal",
     "Verdict": "tribunal",
     "assert_verdict": "tribunal",

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pytest_harness import _aio
-from pytest_harness import _model as model
 from pytest_harness._local import route
-from pytest_harness._response import ModelResponse, TokenCallback, Usage
-from pytest_harness._structured import Output, check_output, cut_off
+from pytest_harness._model import seam as model
+from pytest_harness._model.response import ModelResponse, TokenCallback, Usage
+from pytest_harness._model.structured import Output, check_output, cut_off
 from pytest_harness.errors import ConfigError, JudgeOutputError
 
 

@@ -126,7 +126,7 @@ async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 async def _settle_litellm() -> None:
-    from pytest_harness import _model
+    from pytest_harness._model import seam as _model
 
     await _model.settle()
 

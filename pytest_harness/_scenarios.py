@@ -247,10 +247,10 @@ def _generated(path: Path, request: Request, settings: Any, run_id: str) -> list
 
 
 def _generate(path: Path, request: Request, settings: Any, run_id: str) -> list[Any]:
-    from pytest_harness import _scope as scope
     from pytest_harness._cassettes.slot import CassetteSlot
     from pytest_harness._local.route import LOCAL_MODEL, LocalRoute
-    from pytest_harness._model import quiet_warnings
+    from pytest_harness._model.seam import quiet_warnings
+    from pytest_harness._pytest_glue import scope
 
     name = request.team.__name__
     slot = CassetteSlot(path=path, mode=settings.record, nodeid=f"scenarios::{name}", run_id=run_id)

@@ -14,8 +14,8 @@ from pytest_harness._wire import SentResult, read_request
 if TYPE_CHECKING:
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
-    from pytest_harness._response import ModelResponse
-    from pytest_harness._response import ToolCall as ModelToolCall
+    from pytest_harness._model.response import ModelResponse
+    from pytest_harness._model.response import ToolCall as ModelToolCall
 
 ArgumentCheck: TypeAlias = "Mapping[str, Any] | Callable[[Mapping[str, Any]], bool] | None"
 _WIDTH = 60

@@ -7,6 +7,6 @@
 
 from __future__ import annotations
 
-from pytest_harness._cases import Case, load_cases
+from pytest_harness._datasets.cases import Case, load_cases
 
 __all__ = ["Case", "load_cases"]

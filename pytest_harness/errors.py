@@ -117,7 +117,7 @@ class InvalidResponse(HarnessError):
 
     Attributes:
         response: the offending ``ModelResponse``, or None when there was none. Typed ``Any``:
-            ``pytest_harness._response`` raises the errors of this module, and the package's
+            ``pytest_harness._model.response`` raises the errors of this module, and the package's
             modules import one another one way only (tests/test_layout.py).
         reason: ``"nil_response"``, ``"interrupted"``, ``"empty_response"`` or ``"degenerate"``.
         model: the model that produced it.

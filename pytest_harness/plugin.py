@@ -1,9 +1,9 @@
 """The pytest plugin of pytest-harness: its options, ini keys and markers, its fixtures, and
 the hooks that run a test in its harness scope.
 
-Only pytest glue lives here. The work is done by the modules these hooks call (a test's
-part in ``_item``, the session's in ``_config``), imported when first needed, so loading the
-plugin imports nothing heavy.
+Only pytest's hooks live here. The work is done by the modules these hooks call
+(``_pytest_glue``: a test's part in ``item``, the session's in ``config``), imported when
+first needed, so loading the plugin imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_harness import _env
+from pytest_harness._model import env as _env
 
 if TYPE_CHECKING:
-    from pytest_harness._fixture import Harness
+    from pytest_harness._pytest_glue.fixture import Harness
 
 RUN_ID: pytest.StashKey[str] = pytest.StashKey()
 
@@ -261,7 +261,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_ID] = run_id
     gates = None if workerinput else DatasetGates()  # the controller sees every case's report
     if config.option.verbose > 0 or _names_harness_options(config):  # -v shows the tables
-        from pytest_harness import _config
+        from pytest_harness._pytest_glue import config as _config
 
         _config.configure(config, run_id, gates)  # settings now: a wrong value is a usage error
     elif gates is not None:
@@ -283,8 +283,8 @@ def _names_harness_options(config: pytest.Config) -> bool:
 
 class DatasetGates:
     """Keeps the result each dataset case's report carries; at the end, the gates decide
-    (``pytest_harness._gate``, imported only when a dataset has a gate). Every session
-    registers it on its controller, so it lives here rather than in ``_config``."""
+    (``pytest_harness._datasets.gate``, imported only when a dataset has a gate). Every session
+    registers it on its controller, so it lives here rather than in ``_pytest_glue.config``."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
@@ -299,13 +299,13 @@ class DatasetGates:
     @pytest.hookimpl(tryfirst=True)  # before the session report writes its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.found:
-            from pytest_harness._gate import finish
+            from pytest_harness._datasets.gate import finish
 
             self.records = finish(session, self.found)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.records:
-            from pytest_harness._gate import summary
+            from pytest_harness._datasets.gate import summary
 
             summary(terminalreporter, self.records)
 
@@ -325,7 +325,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     aio = sys.modules.get("pytest_harness._aio")
     if aio is not None:
         aio.close_loops()
-    harness_config = sys.modules.get("pytest_harness._config")  # imported by what uses any
+    harness_config = sys.modules.get(
+        "pytest_harness._pytest_glue.config"
+    )  # imported by what uses any
     if harness_config is not None:
         harness_config.unconfigure(config, config.stash.get(RUN_ID, None))
 
@@ -338,7 +340,7 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     ``harness.assert_verdict(Tribunal, input)`` fails the test, with every judge's vote and
     reason, unless the panel's verdict passes; ``harness.tribunals`` lists the panels run.
     """
-    from pytest_harness import _item as item
+    from pytest_harness._pytest_glue import item
 
     return item.fixture(request.node)
 
@@ -351,7 +353,7 @@ def harness_model(request: pytest.FixtureRequest) -> str | None:
     Point the application's own client at it to vary the application with the matrix:
     ``client.chat.completions.create(model=harness_model or "gpt-4o-mini", ...)``.
     """
-    from pytest_harness import _scope as scope
+    from pytest_harness._pytest_glue import scope
 
     return scope.current().model
 
@@ -361,13 +363,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ``@pytest.mark.dataset``: its ``case`` argument, one test per case."""
     dataset = metafunc.definition.get_closest_marker("dataset")
     if dataset is not None:
-        from pytest_harness._cases import parametrize
+        from pytest_harness._datasets.cases import parametrize
 
         parametrize(dataset, metafunc)
     marker = metafunc.definition.get_closest_marker("scenarios")
     if marker is not None:
         from pytest_harness import _scenarios as scenarios
-        from pytest_harness._config import settings
+        from pytest_harness._pytest_glue.config import settings
 
         config = metafunc.config
         scenarios.parametrize(marker, metafunc, settings(config), config.stash[RUN_ID])
@@ -384,26 +386,26 @@ def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] 
     return None
 
 
-# The per-test hooks run the test in its harness scope; pytest_harness._item does the work.
+# The per-test hooks run the test in its harness scope; _pytest_glue.item does the work.
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    from pytest_harness._item import setup
+    from pytest_harness._pytest_glue.item import setup
 
     return (yield from setup(item, item.config.stash[RUN_ID]))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    from pytest_harness._item import call
+    from pytest_harness._pytest_glue.item import call
 
     return (yield from call(item))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    from pytest_harness._item import teardown
+    from pytest_harness._pytest_glue.item import teardown
 
     return (yield from teardown(item))
 
@@ -413,13 +415,14 @@ def pytest_exception_interact(
     node: pytest.Item | pytest.Collector, call: pytest.CallInfo[Any], report: Any
 ) -> None:
     """An error of the harness raised while collecting (an agent's output schema checked as
-    its module is imported) reads as a test's does: message first (``_failures``). Called
-    for a collection error before it is reported; a test's is brief already (makereport)."""
+    its module is imported) reads as a test's does: message first
+    (``_pytest_glue.failures``). Called for a collection error before it is reported; a
+    test's is brief already (makereport)."""
     if call.excinfo is None or not isinstance(report, pytest.CollectReport):
         return
     if "pytest_harness.errors" not in sys.modules:
         return  # nothing imported the harness's errors: none was raised
-    from pytest_harness._failures import brief
+    from pytest_harness._pytest_glue.failures import brief
 
     report.longrepr = brief(node, call.excinfo) or report.longrepr
 
@@ -428,6 +431,6 @@ def pytest_exception_interact(
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, Any, Any]:
-    from pytest_harness._item import makereport
+    from pytest_harness._pytest_glue.item import makereport
 
     return (yield from makereport(item, call))

@@ -39,8 +39,10 @@ def _heavy_imports_first() -> None:
     import openai  # noqa: F401
     import requests  # noqa: F401
 
-    from pytest_harness import _fixture, _model, tribunal
+    from pytest_harness import tribunal
     from pytest_harness._cassettes import store
+    from pytest_harness._model import seam as _model
+    from pytest_harness._pytest_glue import fixture as _fixture
     from pytest_harness._report import tribunals
 
     _model.lib()

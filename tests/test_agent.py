@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult
-from pytest_harness._response import ModelResponse, Usage
+from pytest_harness._model.response import ModelResponse, Usage
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import (
     ConfigError,
     DegenerateResponse,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
+from pytest_harness._pytest_glue import scope
 from pytest_harness.calibration._calibrate import assert_calibrated, calibrate
 from pytest_harness.calibration._labels import Labelled
 from pytest_harness.calibration._probes import Padding, Position, resolve

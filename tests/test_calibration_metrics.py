@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_harness._stats import Confusion, accuracy, cohen_kappa, confusion, scored
+from pytest_harness._statistics import Confusion, accuracy, cohen_kappa, confusion, scored
 
 T, F = True, False
 

@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_harness import _scope as scope
 from pytest_harness import complete
 from pytest_harness._cassettes import bodies, checksum, matching, read, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import CassetteSlot
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import CassetteError, CassetteMiss
 from pytest_harness.testing import LoopbackServer, Reply
 

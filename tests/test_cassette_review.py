@@ -195,7 +195,7 @@ def test_an_id_the_application_sent_on_is_recorded_anew(
 
 
 LATENCY = """
-from pytest_harness import _scope as scope
+from pytest_harness._pytest_glue import scope
 from pytest_harness._cassettes.slot import CassetteSlot
 
 def test_two(ask):

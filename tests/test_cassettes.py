@@ -90,7 +90,7 @@ def test_replay_without_recording_is_a_cassette_miss(suite: pytest.Pytester) -> 
         test_geo="""
         import pytest
         from pytest_harness import CassetteMiss
-        from pytest_harness import _scope as scope
+        from pytest_harness._pytest_glue import scope
         from pytest_harness._cassettes.slot import CassetteSlot
 
         def test_capital(ask):

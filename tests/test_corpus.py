@@ -50,7 +50,7 @@ CORPUS = Path(__file__).parent / "corpus"
 def readers() -> Any:
     """Our readers (``pytest_harness._wire``), imported in this one place."""
     from pytest_harness import _wire
-    from pytest_harness._response import ResponseValidator
+    from pytest_harness._model.response import ResponseValidator
 
     class Readers:
         recognise = staticmethod(_wire.recognise)

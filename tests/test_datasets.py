@@ -559,7 +559,7 @@ def test_a_case_with_two_results_in_two_shards_is_a_conflict(
     ],
 )
 def test_a_gate_record_that_is_not_one_is_a_report_error(record: Any) -> None:
-    from pytest_harness._gate import pool
+    from pytest_harness._datasets.gate import pool
     from pytest_harness.errors import ReportError
 
     with pytest.raises(ReportError, match=r"r\.json: datasets\[0\]"):

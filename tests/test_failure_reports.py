@@ -311,8 +311,8 @@ def test_a_harness_error_while_collecting_reads_as_a_tests_does(
 
     report = reports(result.outlines)["test_collected"]
     if style == "long":  # pytest's report: every frame, the message last
-        assert "pytest_harness/_structured.py" in "\n".join(report)
-        assert re.fullmatch(r"\S+_structured.py:\d+: ConfigError", report[-1])
+        assert "pytest_harness/_model/structured.py" in "\n".join(report)
+        assert re.fullmatch(r"\S+_model/structured.py:\d+: ConfigError", report[-1])
         return
     assert report[0].startswith("ConfigError: agent Typo: its output schema is not valid at type")
     assert report[1:] == [

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_harness import Tribunal
-from pytest_harness._response import ToolCall
+from pytest_harness._model.response import ToolCall
 from pytest_harness.calibration import Position, calibrate
 from pytest_harness.calibration._labels import load
 from pytest_harness.errors import ConfigError, JudgeOutputError

@@ -4,11 +4,11 @@ A module whose name starts with ``_`` (``pytest_harness.tribunal._panel``) or li
 private package (``pytest_harness._cassettes.store``) belongs to the package that holds it:
 modules of that package (and of its subpackages) import it; every other module goes through
 a public namespace (``pytest_harness.tribunal``). The top-level private modules
-(``pytest_harness._model``) are shared by the whole package. Each private part of a name
+(``pytest_harness._model.seam``) are shared by the whole package. Each private part of a name
 counts: ``pytest_harness._wire._json`` belongs to ``pytest_harness._wire`` alone.
 
 The wire formats (``pytest_harness._wire``) run on every recorded or replayed interaction:
-they import the standard library, ``pytest_harness._response`` and ``pytest_harness.errors``
+they import the standard library, ``pytest_harness._model.response`` and ``pytest_harness.errors``
 only.
 
 The import graph is read from the source (``ast``): every import counts, at module level,
@@ -150,7 +150,7 @@ def test_the_privacy_rule_refuses_a_reach_into_another_package() -> None:
 
 # What the wire formats may import from the package (and the standard library).
 WIRE = f"{PACKAGE}._wire"
-WIRE_MAY_IMPORT = (WIRE, f"{PACKAGE}._response", f"{PACKAGE}.errors")
+WIRE_MAY_IMPORT = (WIRE, f"{PACKAGE}._model.response", f"{PACKAGE}.errors")
 
 
 def test_the_wire_formats_import_only_the_standard_library_and_the_response() -> None:
@@ -215,7 +215,15 @@ def test_startup_imports_only_what_registering_the_plugin_needs(pytester: pytest
     pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
     result = pytester.runpytest_subprocess("-s", "--collect-only", "-q")
     assert result.ret == 0
-    loaded = "pytest_harness,pytest_harness._env,pytest_harness.hookspecs,pytest_harness.plugin"
+    loaded = ",".join(
+        [
+            "pytest_harness",
+            "pytest_harness._model",
+            "pytest_harness._model.env",
+            "pytest_harness.hookspecs",
+            "pytest_harness.plugin",
+        ]
+    )
     result.stdout.fnmatch_lines([f"LOADED: {loaded}"])
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_harness import Agent
 from pytest_harness._local import grammar, route
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import JudgeOutputError
 from pytest_harness.judges import FactualAgreement, Faithfulness, Pairwise, ToolCallMatch
 from pytest_harness.judges._tool_call import check_arguments

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from pytest_harness._datasets.sampling import Sampling
 from pytest_harness._local import endpoint
 from pytest_harness._local.route import REPLAY_BASE, make_route
-from pytest_harness._samples import Sampling
 
 pytest_plugins = ["pytester"]
 

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_harness._local import grammar, route
 from pytest_harness._local.route import REPLAY_BASE, make_route
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 
 LOOKUP = {
     "type": "function",

@@ -35,7 +35,7 @@ from pytest_harness._agent import Agent
 from pytest_harness._cassettes import bodies, interactions, matching, store
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.write import FORMAT_VERSION, merge_and_write
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness._wire import Recognised, recognise
 from pytest_harness._wire.chat import read_completion, read_stream
 from pytest_harness.errors import (

@@ -404,7 +404,7 @@ def test_a_matrix_under_xdist_reports_as_one_process_does(
 def test_the_columns_follow_the_matrix_whichever_copy_finished_first() -> None:
     """xdist workers report the copies in any order: the columns stay in --harness-models
     order; a cell from an older report (no ``column``) comes after the others."""
-    from pytest_harness._matrix import pivot
+    from pytest_harness._pytest_glue.matrix import pivot
 
     def cell(model: str, row: str, column: object = None) -> dict[str, object]:
         placed = {} if column is None else {"column": column}

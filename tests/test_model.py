@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_harness import DegenerateResponse, InvalidResponse, ModelResponse, acomplete, complete
-from pytest_harness import _scope as scope
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import HarnessWarning, ProviderResponseError
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 

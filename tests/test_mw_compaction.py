@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _model
+from pytest_harness._model import seam as _model
 from pytest_harness.errors import ConfigError, RunFailed
 from pytest_harness.orchestrator._compaction import (
     SUMMARY_PROMPT,

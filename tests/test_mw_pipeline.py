@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness._model.response import ModelResponse, ToolCall
 from pytest_harness.errors import StopRun
 from pytest_harness.orchestrator._loop import Orchestrator
 from pytest_harness.orchestrator._middleware import Reasoning, UsageLimits, count_usage, defaults

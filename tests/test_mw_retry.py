@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _scope as scope
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import ConfigError, NetworkBlocked, RetriesExhausted, RunFailed
 from pytest_harness.orchestrator._loop import Orchestrator
 from pytest_harness.orchestrator._pipeline import ModelCall, Next, count_usage

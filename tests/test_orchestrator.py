@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import RunFailed
 from pytest_harness.orchestrator._loop import MAX_REQUESTS_PER_TURN, Orchestrator
 from pytest_harness.orchestrator._middleware import defaults

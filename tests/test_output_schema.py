@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, PydanticUserError
 
 from pytest_harness._agent import Agent
-from pytest_harness._response import ModelResponse
-from pytest_harness._structured import Output
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._model.structured import Output
 from pytest_harness.errors import AllAgentsFailed, ConfigError, JudgeOutputError
 from pytest_harness.testing import LoopbackServer, Reply
 from pytest_harness.tribunal._tribunal import Tribunal

@@ -6,7 +6,8 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_harness import _env, plugin
+from pytest_harness import plugin
+from pytest_harness._model import env as _env
 from pytest_harness.testing import LoopbackServer, Reply
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -133,10 +134,10 @@ def test_configure_sets_the_litellm_environment_a_user_has_not_set(
     pytester.makepyfile(
         """
         import os, sys
-        from pytest_harness._env import LITELLM_DEFAULTS
+        from pytest_harness._model.env import LITELLM_DEFAULTS
 
         SEEN = {name: os.environ.get(name) for name in LITELLM_DEFAULTS}  # at collection
-        SEAM_IMPORTED = "pytest_harness._model" in sys.modules
+        SEAM_IMPORTED = "pytest_harness._model.seam" in sys.modules
 
         def test_environment():
             assert not SEAM_IMPORTED  # the plugin set them, not the seam

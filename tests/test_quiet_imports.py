@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_harness import _quiet_imports
+from pytest_harness._model import quiet_imports as _quiet_imports
 from pytest_harness.testing import LoopbackServer, Reply
 
 PANEL = """

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _model
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes import interactions, write
 from pytest_harness._cassettes.slot import CassetteSlot
-from pytest_harness._model import complete
-from pytest_harness._watch import TrafficWatch
+from pytest_harness._model import seam as _model
+from pytest_harness._model.seam import complete
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.watch import TrafficWatch
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 SUITE = """
@@ -320,7 +320,7 @@ def test_panel(harness):
 SLOW_IMPORT = """
 import time
 
-from pytest_harness import _model
+from pytest_harness._model import seam as _model
 
 _lib = _model.lib
 

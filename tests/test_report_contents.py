@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _scope as scope
 from pytest_harness import complete
 from pytest_harness._cassettes.slot import Seen
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.watch import CALLS_PROPERTY, MAX_CALLS, TrafficWatch
 from pytest_harness._report.session import run_property
 from pytest_harness._report.tribunals import records_in
-from pytest_harness._response import ModelResponse
-from pytest_harness._watch import CALLS_PROPERTY, MAX_CALLS, TrafficWatch
 from pytest_harness._wire import recognise
 from pytest_harness.orchestrator import Orchestrator, tool
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._samples import required, wilson
+from pytest_harness._statistics import required, wilson
 from pytest_harness.testing import LoopbackServer, Reply
 
 

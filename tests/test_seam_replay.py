@@ -26,13 +26,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_harness import _model
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes import interactions
 from pytest_harness._cassettes.matching import SEAM_FIELD, seam_key
 from pytest_harness._cassettes.slot import CassetteSlot
-from pytest_harness._item import TrafficWatch
-from pytest_harness._model import acomplete, complete
+from pytest_harness._model import seam as _model
+from pytest_harness._model.seam import acomplete, complete
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.item import TrafficWatch
 from pytest_harness._wire import chat
 from pytest_harness.errors import CassetteError, CassetteMiss
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
@@ -414,7 +414,7 @@ SUITE = """
 import json
 import pytest
 from pytest_harness import Agent, Tribunal
-from pytest_harness._model import complete
+from pytest_harness._model.seam import complete
 
 PARAMS = {{"api_base": "{url}", "api_key": "loopback-not-a-secret"}}
 

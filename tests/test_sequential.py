@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._samples import wilson
-from pytest_harness._sequential import Sprt, pass_hat_k, pass_hat_ks
+from pytest_harness._statistics import Sprt, pass_hat_k, pass_hat_ks, wilson
 from pytest_harness.testing import LoopbackServer, Reply
 
 # p = 0.8, margin 0.05, confidence 0.95: the zone is 0.75-0.85. By hand:

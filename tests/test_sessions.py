@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import HarnessError, SessionStoreError, UnknownSession
 from pytest_harness.orchestrator import _pipeline as pipeline
 from pytest_harness.orchestrator._loop import Orchestrator

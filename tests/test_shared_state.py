@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_harness._agent import Agent
-from pytest_harness._fixture import Harness
+from pytest_harness._pytest_glue.fixture import Harness
 from pytest_harness.errors import CassetteMiss, ConfigError, TeamError
 from pytest_harness.orchestrator._tools import tool
 from pytest_harness.team._findings import KnowledgeStore, TeamResult

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness._stats import krippendorff_alpha, observed_agreement
+from pytest_harness._statistics import krippendorff_alpha, observed_agreement
 
 pytestmark = pytest.mark.harness(cassette=False)
 

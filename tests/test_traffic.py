@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._response import ModelResponse, ResponseValidator, ToolCall, Usage
+from pytest_harness._model.response import ModelResponse, ResponseValidator, ToolCall, Usage
 from pytest_harness._wire import NO_TEXT, Asked, Recognised, read_request, recognise
 from pytest_harness._wire.sse import events, is_event_stream
 

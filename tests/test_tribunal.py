@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult
-from pytest_harness._fixture import Harness
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.fixture import Harness
 from pytest_harness.errors import (
     AgentTimeout,
     AllAgentsFailed,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_harness._response import (
+from pytest_harness._model.response import (
     ModelResponse,
     ResponseValidator,
     ToolCall,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_harness._agent import AgentResult
-from pytest_harness._stats import percent_agreement
+from pytest_harness._statistics import percent_agreement
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal._panel import (
     VALID_STRATEGIES,

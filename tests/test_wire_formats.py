@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_harness import _model
 from pytest_harness._cassettes import bodies, interactions, matching, store
-from pytest_harness._response import ModelResponse, Usage
-from pytest_harness._scope import Scope
-from pytest_harness._watch import Spend, priced
+from pytest_harness._model import seam as _model
+from pytest_harness._model.response import ModelResponse, Usage
+from pytest_harness._pytest_glue.scope import Scope
+from pytest_harness._pytest_glue.watch import Spend, priced
 from pytest_harness._wire import (
     Recognised,
     anthropic,

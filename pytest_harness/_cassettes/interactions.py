@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_harness import _wire
 from pytest_harness._cassettes import bodies, matching, steady
-from pytest_harness._response import Usage
+from pytest_harness._model.response import Usage
 from pytest_harness.errors import CallAbandoned, ReplayedFailure, type_name
 
 

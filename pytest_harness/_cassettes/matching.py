@@ -12,7 +12,7 @@ request itself. The header is never matched on, and never saved (``untagged``).
 A seam call also has a key of what the seam was asked (``seam_key``): model, messages,
 tools, response format, parameters and endpoint, before litellm builds any request. The
 cassette stores it beside the call's interaction, and replay answers the seam call by it
-without building the request (``_model``'s fast path), falling back to the HTTP match.
+without building the request (``_model.seam``'s fast path), falling back to the HTTP match.
 
 Pure functions over plain values: no vcrpy, no litellm.
 """

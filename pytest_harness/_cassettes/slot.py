@@ -14,7 +14,7 @@ under that number, and tells the seam in ``judged``: one check for all of a test
 A seam call also gets a key of what it asks (``matching.seam_key``), saved beside the
 interaction it recorded. In replay, ``replay`` answers a seam call by that key straight
 from the cassette file's interaction, when the seam can read the recorded reply itself
-(``_seam_replay``): the interaction is counted as played and its reply shown to the traffic
+(``_model.replay``): the interaction is counted as played and its reply shown to the traffic
 check, as the HTTP path would, and neither litellm nor vcrpy builds a request. Any other
 call takes the HTTP path.
 """
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pytest_harness import _scope as scope
 from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call, seam_key
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
-from pytest_harness._settings import file_name
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.settings import file_name
 from pytest_harness.errors import (
     CassetteError,
     CassetteMiss,
@@ -54,7 +54,7 @@ from pytest_harness.errors import (
 if TYPE_CHECKING:
     from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._cassettes.mcp import ToolRun
-    from pytest_harness._response import ModelResponse
+    from pytest_harness._model.response import ModelResponse
     from pytest_harness._wire import Recognised
 
 SUFFIX = ".yaml"
@@ -166,7 +166,7 @@ def _provider(kwargs: Mapping[str, Any]) -> str | None:
     named = kwargs.get("custom_llm_provider")
     if isinstance(named, str) and named:
         return named
-    from pytest_harness._model import provider_of
+    from pytest_harness._model.seam import provider_of
 
     return provider_of(str(kwargs.get("model") or ""))
 

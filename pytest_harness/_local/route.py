@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pytest_harness._local import grammar
 from pytest_harness._local.install import MODEL_NAME
-from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness._model.response import ModelResponse, ToolCall
 from pytest_harness.errors import ConfigError, causes, describe
 
 if TYPE_CHECKING:
     from pytest_harness._local.server import LocalServer
-    from pytest_harness._scope import Judged
+    from pytest_harness._pytest_glue.scope import Judged
 
 LOCAL_MODEL = "local"
 # The reply's limit when the request sets none and no schema bounds it: a few sentences
@@ -207,7 +207,7 @@ class LocalRoute:
         return None  # the cassette replays, behind this route
 
     def recall(self, fact: str, model: str, ask: Any) -> bool | None:
-        """What the harness knows of the embedded model (``_model.recalled``), without
+        """What the harness knows of the embedded model (``_model.seam.recalled``), without
         litellm, which knows no model named ``local``: it takes a JSON schema (this route
         hands it to llama.cpp's grammar); its context window is unknown, as litellm would
         say (compaction stays off unless given a budget)."""

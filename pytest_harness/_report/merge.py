@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_harness import _samples as samples
-from pytest_harness import _watch as spend
-from pytest_harness._gate import pool as pool_gates
+from pytest_harness import _statistics as statistics
+from pytest_harness._datasets import sampling as samples
+from pytest_harness._datasets.gate import pool as pool_gates
+from pytest_harness._pytest_glue import watch as spend
 from pytest_harness._report import session, tribunals
 from pytest_harness._report.text import OUTCOME
-from pytest_harness._sequential import Sprt
+from pytest_harness._statistics import Sprt
 from pytest_harness.errors import ReportError
 
 Record = dict[str, Any]
@@ -433,7 +434,7 @@ def _sample_outcome(sampling: samples.Sampling, sprt: Sprt | None, *, stopped: b
     if sprt is None:
         return (
             "pass"
-            if sampling.passes >= samples.required(sampling.pass_rate, sampling.count)
+            if sampling.passes >= statistics.required(sampling.pass_rate, sampling.count)
             else "fail"
         )
     return sampling.decided or "inconclusive"

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_harness import _drift as drift
-from pytest_harness import _matrix as matrix
-from pytest_harness import _samples as samples
-from pytest_harness import _watch as spend
+from pytest_harness._datasets import sampling as samples
+from pytest_harness._pytest_glue import matrix
+from pytest_harness._pytest_glue import watch as spend
 from pytest_harness._report import tribunals as report
 from pytest_harness._report.text import (
     CALIBRATION_PROPERTY,

@@ -8,7 +8,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from pytest_harness._report.text import OUTCOME, money, seconds, tabulate
-from pytest_harness._stats import krippendorff_alpha, observed_agreement
+from pytest_harness._statistics import krippendorff_alpha, observed_agreement
 from pytest_harness.errors import describe
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def session_table(records: Sequence[Mapping[str, Any]]) -> str:
 
 def agreement(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per tribunal: its runs with two or more votes, and over them Krippendorff's alpha
-    (nominal) and its observed agreement, as a percentage (``_stats`` has the formula)."""
+    (nominal) and its observed agreement, as a percentage (``_statistics`` has the formula)."""
     by_tribunal: dict[str, list[list[bool]]] = {}
     for r in records:
         votes = [bool(v["passed"]) for v in r["votes"] if v["passed"] is not None]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness._wire import anthropic, chat, gemini, responses, sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire._values import (

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._model.response import ModelResponse, ToolCall, Usage
 from pytest_harness._wire._json import as_dicts, as_int, as_str, json_text, loads
 
 # (api, response, the model its body names or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness._wire._json import as_dict, as_dicts, as_int, as_str
 from pytest_harness._wire._values import (
     Asked,

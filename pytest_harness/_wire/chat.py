@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_harness._response import ModelResponse, Pricing, ToolCall, Usage, split_think
+from pytest_harness._model.response import ModelResponse, Pricing, ToolCall, Usage, split_think
 from pytest_harness._wire import sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str
 from pytest_harness._wire._values import (

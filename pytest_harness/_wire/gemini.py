@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness._wire._json import as_dict, as_dicts, as_int, as_str, json_text
 from pytest_harness._wire._values import (
     Asked,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness._model.response import ModelResponse, ToolCall
 from pytest_harness._wire._json import as_dict, as_dicts, as_str
 from pytest_harness._wire._values import (
     Asked,

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_harness import _aio
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
+from pytest_harness._pytest_glue import scope
 from pytest_harness._report.text import judge_labels
 from pytest_harness.calibration import _labels as labels
 from pytest_harness.calibration import _probes as probing

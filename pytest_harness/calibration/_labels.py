@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_harness import _rows as rows
+from pytest_harness._datasets import rows
 from pytest_harness.errors import LabelError
 
 PASS_WORDS = ("pass", "passed", "true", "yes", "1")

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_harness import _stats as stats
+from pytest_harness import _statistics as stats
 from pytest_harness._report.text import CALIBRATION_PROPERTY, clip, figure, percent, tabulate
-from pytest_harness._stats import Confusion, krippendorff_alpha, observed_agreement
+from pytest_harness._statistics import Confusion, krippendorff_alpha, observed_agreement
 from pytest_harness.calibration._labels import Labelled
 from pytest_harness.errors import ConfigError
 

@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
-from pytest_harness._response import ModelResponse
-from pytest_harness._structured import cut_off
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._model.structured import cut_off
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import ConfigError, JudgeOutputError, quote
 
 LABELS = Path(__file__).parent / "labels"

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._local.route import SCHEMA_NOTE
-from pytest_harness._response import TokenCallback
+from pytest_harness._model.response import TokenCallback
 from pytest_harness.judges._judge import Judge, bad_reply, passages
 
 STATEMENTS = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_harness._agent import AgentResult
 from pytest_harness._local.route import SCHEMA_NOTE
-from pytest_harness._response import TokenCallback
+from pytest_harness._model.response import TokenCallback
 from pytest_harness.errors import ConfigError
 from pytest_harness.judges._judge import Judge, bad_reply
 

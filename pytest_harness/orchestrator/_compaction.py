@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_harness import _model as seam
-from pytest_harness._response import ModelResponse
+from pytest_harness._model import seam
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import CompactionFailed, ConfigError, describe, quote
 from pytest_harness.orchestrator._pipeline import ModelCall, Next
 

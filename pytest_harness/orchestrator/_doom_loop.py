@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import ConfigError, StopRun
 from pytest_harness.orchestrator._pipeline import ModelCall, Next
 

@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_harness import _scope as scope
 from pytest_harness._aio import maybe_await, run_sync
-from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness._model.response import ModelResponse, ToolCall
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import (
     ConfigError,
     HarnessStop,

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from pytest_harness import _model as model
-from pytest_harness._response import ModelResponse, TokenCallback, Usage
+from pytest_harness._model import seam as model
+from pytest_harness._model.response import ModelResponse, TokenCallback, Usage
 from pytest_harness.errors import ConfigError, InvalidResponse, StopRun
 
 

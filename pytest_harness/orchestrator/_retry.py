@@ -11,10 +11,10 @@ from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
 from pytest_harness._local.route import LOCAL_MODEL
-from pytest_harness._response import ModelResponse
+from pytest_harness._model import seam as model
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import (
     ConfigError,
     HarnessError,

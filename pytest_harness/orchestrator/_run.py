@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 from pytest_harness import _trajectory as trajectory
 from pytest_harness._aio import maybe_await
-from pytest_harness._response import ModelResponse, ToolCall, Usage
+from pytest_harness._model.response import ModelResponse, ToolCall, Usage
 from pytest_harness._trajectory import Assertions
 from pytest_harness.orchestrator._pipeline import RunEvent
 from pytest_harness.orchestrator._tools import Tool, tool

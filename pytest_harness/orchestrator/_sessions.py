@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import SessionStoreError, UnknownSession, describe, quote
 from pytest_harness.orchestrator import _run as run_
 from pytest_harness.orchestrator._pipeline import ModelCall, Next

@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pytest_harness import _model as seam
 from pytest_harness._aio import maybe_await, run_sync
-from pytest_harness._response import ModelResponse
+from pytest_harness._model import seam
+from pytest_harness._model.response import ModelResponse
 from pytest_harness.errors import ConfigError
 from pytest_harness.orchestrator._run import Run
 from pytest_harness.orchestrator._tools import Tool, tool

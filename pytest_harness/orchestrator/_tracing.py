@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pytest_harness import _model as model
-from pytest_harness._response import ModelResponse, ToolCall
+from pytest_harness._model import seam as model
+from pytest_harness._model.response import ModelResponse, ToolCall
 from pytest_harness.errors import StopRun, describe
 from pytest_harness.orchestrator._pipeline import ModelCall, Next, RunEvent
 

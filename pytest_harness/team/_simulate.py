@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pytest_harness import _aio
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import ConfigError, SimulationError
 
 Ending: TypeAlias = Literal["max_turns", "goal_reached", "abandoned"]

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
-from pytest_harness import _model
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._aio import abandoned, in_daemon_thread, maybe_await
 from pytest_harness._local.route import LOCAL_MODEL
-from pytest_harness._stats import percent_agreement
+from pytest_harness._model import seam as _model
+from pytest_harness._pytest_glue import scope
+from pytest_harness._statistics import percent_agreement
 from pytest_harness.errors import (
     AgentTimeout,
     AllAgentsFailed,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from pytest_harness import _aio
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
 from pytest_harness._agent import Agent, AgentResult, totals
 from pytest_harness._local.route import LOCAL_MODEL
+from pytest_harness._model import seam as model
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import ConfigError
 from pytest_harness.tribunal import _panel as panel
 from pytest_harness.tribunal._panel import (

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _scope as scope
 from pytest_harness import acomplete, complete
 from pytest_harness._local.grammar import bound
 from pytest_harness._local.install import ensure_installed, model_file
@@ -36,7 +35,8 @@ from pytest_harness._local.route import (
     received,
 )
 from pytest_harness._local.server import LocalServer
-from pytest_harness._response import ModelResponse
+from pytest_harness._model.response import ModelResponse
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import LocalModelError
 
 # The live tests talk to their own server: no cassette is read or written.

@@ -11,17 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_harness import _failures as failures
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
-from pytest_harness import _settings as settings_
 from pytest_harness._cassettes.matching import split_host
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction
 from pytest_harness._cassettes.slot import REPLAY_KEY, CassetteSlot, cassette_path
-from pytest_harness._config import settings as session_settings
 from pytest_harness._local import route
-from pytest_harness._watch import TrafficWatch
+from pytest_harness._model import seam as model
+from pytest_harness._pytest_glue import failures, scope
+from pytest_harness._pytest_glue import settings as settings_
+from pytest_harness._pytest_glue.config import settings as session_settings
+from pytest_harness._pytest_glue.watch import TrafficWatch
 from pytest_harness.errors import (
     EndpointUnreachable,
     HarnessError,
@@ -33,9 +32,9 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_harness._cassettes.slot import CassetteSlot
-    from pytest_harness._fixture import Harness
-    from pytest_harness._samples import Sampling
-    from pytest_harness._settings import Settings
+    from pytest_harness._datasets.sampling import Sampling
+    from pytest_harness._pytest_glue.fixture import Harness
+    from pytest_harness._pytest_glue.settings import Settings
 
 
 REPORTED = ("tribunal", "run", "transcript", "calibration")  # the topics the reports keep
@@ -99,7 +98,7 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
     refused connection a library swallowed: each fails the phase (also one that passed), its
     message ahead of whatever error the test then raised. A failure the harness raised is
     shown briefly under ``--tb=auto`` and ``short``: its message, the test's lines, no
-    frames of the SDKs or the harness (``_failures``).
+    frames of the SDKs or the harness (``_pytest_glue.failures``).
     """
     report = yield
     run = item.stash.get(_RUN, None)
@@ -123,7 +122,7 @@ def makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None
         elif first is not None:
             report.longrepr = f"{first}\n\nThe test then failed with:\n{report.longrepr}"
     if item.get_closest_marker("harness_case") is not None:  # a dataset's case
-        from pytest_harness._gate import note
+        from pytest_harness._datasets.gate import note
 
         note(item, call, report)
     if report.failed:
@@ -137,7 +136,7 @@ def _shorten(
     excinfo: pytest.ExceptionInfo[BaseException],
     run: ItemRun | None,
 ) -> BaseException | None:
-    """Report a failure the harness raised briefly (``_failures``); returns the harness's
+    """Report a failure the harness raised briefly (``failures``); returns the harness's
     error the report starts with, or None when pytest's report stands.
 
     A recording request that found nothing at its address is the harness's failure too,
@@ -174,7 +173,7 @@ def fixture(item: pytest.Item) -> Harness:
     """The ``harness`` fixture's object of the test (one per test)."""
     run = item.stash.get(_RUN, None)
     if run is None:  # its harness marker is wrong: the test fails once set-up is over
-        from pytest_harness._fixture import Harness
+        from pytest_harness._pytest_glue.fixture import Harness
 
         return Harness(item.nodeid)
     return run.fixture()
@@ -341,7 +340,7 @@ class ItemRun:
     def fixture(self) -> Harness:
         """The ``harness`` fixture's object (one per test)."""
         if self.reports.harness is None:
-            from pytest_harness._fixture import Harness
+            from pytest_harness._pytest_glue.fixture import Harness
 
             self.reports.harness = Harness(
                 self.item.nodeid, folder=self.item.path.parent, traffic=self.watch.trajectory
@@ -419,7 +418,7 @@ class ItemRun:
 
     def _cell(self, model: str) -> tuple[str, str]:
         """The test's cell of the model matrix (a JUnit property)."""
-        from pytest_harness._matrix import cell_property
+        from pytest_harness._pytest_glue.matrix import cell_property
 
         samples = None if self.sampling is None else self.sampling.record(self.item.nodeid)
         return cell_property(self.item.nodeid, model, self.watch, samples, column=self.column)
@@ -427,8 +426,8 @@ class ItemRun:
 
 def _sampling(test: settings_.TestSettings) -> Sampling:
     """The sampling of a test run ``samples`` times: sequential with ``confidence``."""
-    from pytest_harness._samples import Sampling
-    from pytest_harness._sequential import Sprt
+    from pytest_harness._datasets.sampling import Sampling
+    from pytest_harness._statistics import Sprt
 
     if test.confidence is None:
         return Sampling(test.samples, test.pass_rate)
@@ -447,7 +446,7 @@ def _slot(
     name = test.cassette if isinstance(test.cassette, str) else None
     nodeid = item.nodeid
     if matrix is not None:  # the matrix's copies: one cassette per model, the test's name
-        from pytest_harness._matrix import row_of
+        from pytest_harness._pytest_glue.matrix import row_of
 
         nodeid = row_of(nodeid, matrix)
     return CassetteSlot(
@@ -473,7 +472,7 @@ def _matrix_model(item: pytest.Item, session: Settings) -> str | None:
     """The model of a model matrix's copy of the test (``--harness-models``), or None."""
     if not session.models:
         return None
-    from pytest_harness._matrix import model_of
+    from pytest_harness._pytest_glue.matrix import model_of
 
     return model_of(item, session.models)
 

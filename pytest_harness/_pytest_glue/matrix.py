@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_harness._pytest_glue.settings import uses_harness
 from pytest_harness._report.text import OUTCOME, money, seconds, tabulate
-from pytest_harness._settings import uses_harness
 
 if TYPE_CHECKING:
-    from pytest_harness._watch import TrafficWatch
+    from pytest_harness._pytest_glue.watch import TrafficWatch
 
 MATRIX_PROPERTY = "harness_matrix"
 PARAM = "harness_model"  # the parameter each copy gets (and the fixture it overrides)

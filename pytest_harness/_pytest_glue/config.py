@@ -1,6 +1,6 @@
 """The harness's part in pytest's config: the session's settings, kept in ``config.stash``;
 the plugins registered for what the session asked for (prune, the model matrix, the session
-report); what is forgotten at the end. (``_item`` is the harness's part in one test.)
+report); what is forgotten at the end. (``_pytest_glue.item`` is the harness's part in one test.)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_harness._settings import Settings, resolve
+from pytest_harness._pytest_glue.settings import Settings, resolve
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
 
@@ -42,7 +42,7 @@ def configure(config: pytest.Config, run_id: str, gates: object | None) -> None:
     if gates is not None:
         config.pluginmanager.register(gates, "harness-dataset-gates")
     if session.models:  # every test that uses the harness, once per model
-        from pytest_harness._matrix import Matrix
+        from pytest_harness._pytest_glue.matrix import Matrix
 
         config.pluginmanager.register(Matrix(session.models), "harness-matrix")
     shown = config.option.harness_report is not None or config.option.verbose > 0
@@ -65,7 +65,7 @@ def unconfigure(config: pytest.Config, run_id: str | None) -> None:
         runlog.RunLog(run_id).forget()  # which files the run wrote and opened
     resolved = config.stash.get(SETTINGS, None)
     if resolved is not None and resolved.max_session_cost is not None:
-        from pytest_harness import _watch as spend
+        from pytest_harness._pytest_glue import watch as spend
 
         spend.forget(run_id)  # the session's spend ledger
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_harness._rows import Kind, Row, read, resolve
+from pytest_harness._datasets.rows import Kind, Row, read, resolve
 from pytest_harness.errors import ConfigError, DatasetError
 
 ARGNAME = "case"
@@ -160,7 +160,7 @@ def parametrize(marker: Any, metafunc: Any) -> None:
     that errors at set-up saying what is wrong and the fix (the session goes on)."""
     import pytest
 
-    from pytest_harness._gate import GateSpec
+    from pytest_harness._datasets.gate import GateSpec
 
     test = metafunc.definition.nodeid
     argname = marker.kwargs.get("argname", ARGNAME)

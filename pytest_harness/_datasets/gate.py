@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_harness import _samples as samples
+from pytest_harness._datasets import sampling as samples
+from pytest_harness._datasets.sampling import SampleFailure, Sampling
 from pytest_harness._report.text import clip, tabulate
-from pytest_harness._samples import SampleFailure, Sampling
-from pytest_harness._sequential import Sprt
+from pytest_harness._statistics import Sprt
 from pytest_harness.errors import ConfigError, find_cause
 
 CASE_PROPERTY = "harness_dataset_case"
@@ -33,7 +33,7 @@ class GateSpec:
     @classmethod
     def of(cls, kwargs: Mapping[str, Any]) -> GateSpec | None:
         """The gate the ``dataset`` marker's arguments ask for, or None (``ConfigError``)."""
-        from pytest_harness._settings import sequential_arguments, share
+        from pytest_harness._pytest_glue.settings import sequential_arguments, share
 
         if "pass_rate" not in kwargs:
             given = [name for name in GATE if name in kwargs]
@@ -256,7 +256,7 @@ def _gate_fields(record: Any, where: str) -> tuple[str, dict[str, Any], Any, Any
 
 def _good_spec(spec: dict[str, Any]) -> bool:
     """Settings a gate could have had (as ``GateSpec.of`` accepts them)."""
-    from pytest_harness._settings import share
+    from pytest_harness._pytest_glue.settings import share
 
     if set(spec) != set(GATE) or spec["inconclusive"] not in ("fail", "pass"):
         return False

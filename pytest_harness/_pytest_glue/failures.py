@@ -155,4 +155,5 @@ def _roots() -> tuple[Path, ...]:
         Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")
     )
     stdlib = Path(paths["stdlib"])
-    return (stdlib, Path(__file__).parent, *sorted(installed))
+    package = Path(__file__).parents[1]
+    return (stdlib, package, *sorted(installed))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness import _model as model
-from pytest_harness import _scope as scope
-from pytest_harness._response import ModelResponse, Usage
+from pytest_harness._model import seam as model
+from pytest_harness._model.response import ModelResponse, Usage
+from pytest_harness._pytest_glue import scope
 from pytest_harness.errors import (
     BudgetExceeded,
     CassetteError,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pytest_harness._cassettes.interactions import Priced
     from pytest_harness._cassettes.mcp import ToolRun
     from pytest_harness._cassettes.slot import Seen
-    from pytest_harness._settings import Settings, TestSettings
+    from pytest_harness._pytest_glue.settings import Settings, TestSettings
     from pytest_harness._trajectory import TrafficTrajectory
     from pytest_harness._wire import Recognised
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_harness._response import ModelResponse, TokenCallback
+from pytest_harness._model.response import ModelResponse, TokenCallback
 
 if TYPE_CHECKING:
     from pytest_harness._cassettes.interactions import Priced
@@ -56,7 +56,7 @@ def read(call: Any, started: float, found: Recognised, price: Priced | None) -> 
     when litellm might read it otherwise (then it is sent, and litellm reads it).
 
     Args:
-        call: the seam's call (``_model.Request``: its model, keyword arguments, hooks).
+        call: the seam's call (``_model.seam.Request``: its model, keyword arguments, hooks).
         started: ``time.perf_counter()`` when the call started.
         found: the reply, recognised (``Recognised.response``; a stream's chunks in
             ``Recognised.payload``).

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_harness._report.text import clip, tabulate
-from pytest_harness._sequential import METHOD, Decision, Sprt, pass_hat_ks
+from pytest_harness._statistics import METHOD, Decision, Sprt, pass_hat_ks, required, wilson, z_of
 from pytest_harness.errors import (
     CassetteError,
     CassetteMiss,
@@ -25,35 +23,8 @@ from pytest_harness.errors import (
 
 SAMPLES_PROPERTY = "harness_samples"
 LINE_PROPERTY = "harness_pass_rate"
-Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
 # Not the feature's fault: the test cannot run as written, so sampling stops.
 SETUP_ERRORS = (CassetteMiss, CassetteError, NetworkBlocked, ConfigError, LocalModelError)
-
-
-def wilson(passes: int, count: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a pass rate (95% by default), as ``(low, high)``.
-
-    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or N passes.
-    """
-    if count <= 0:
-        return 0.0, 1.0
-    rate = passes / count
-    spread = z * z / count
-    centre = (rate + spread / 2) / (1 + spread)
-    half = z * math.sqrt(rate * (1 - rate) / count + spread / (4 * count)) / (1 + spread)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def z_of(confidence: float) -> float:
-    """The normal quantile of a two-sided interval at ``confidence`` (1.96 at 0.95)."""
-    if confidence == 0.95:
-        return Z95
-    return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
-
-
-def required(pass_rate: float, count: int) -> int:
-    """The fewest passing samples of ``count`` that reach ``pass_rate``."""
-    return max(0, math.ceil(round(pass_rate * count, 9)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,17 +13,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, overload
 
-from pytest_harness import _env, _quiet_imports
-from pytest_harness import _scope as scope
-from pytest_harness._response import (
+from pytest_harness._model import env as _env
+from pytest_harness._model import quiet_imports as _quiet_imports
+from pytest_harness._model.replay import replayed
+from pytest_harness._model.response import (
     Messages,
     ModelResponse,
     ResponseValidator,
     TokenCallback,
     Usage,
 )
-from pytest_harness._scope import NOTE_PREFIX
-from pytest_harness._seam_replay import replayed
+from pytest_harness._pytest_glue import scope
+from pytest_harness._pytest_glue.scope import NOTE_PREFIX
 from pytest_harness._wire.chat import read_completion, read_stream
 from pytest_harness.errors import (
     DegenerateResponse,
@@ -483,7 +484,7 @@ def quiet_warnings() -> None:
       model that warns there while its schema is built is quiet inside harness tests too.
 
     Warnings litellm's modules raise while they load (the application's imports too, from
-    its first test on) are silenced at that import (``_quiet_imports``, installed here and
+    its first test on) are silenced at that import (``_model.quiet_imports``, installed here and
     by ``lib``, not when pytest starts: an import hook costs every later import a call). The
     plugin calls this inside pytest's per-test warning capture, so the filters are undone
     after each test.

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from pytest_harness._response import ModelResponse
-    from pytest_harness._settings import DegenerateMode
+    from pytest_harness._model.response import ModelResponse
+    from pytest_harness._pytest_glue.settings import DegenerateMode
 
 TOPICS = ("response", "tribunal", "run", "transcript", "calibration")
 Listener: TypeAlias = Callable[[Any], None]
@@ -50,7 +50,7 @@ class CallHook(Protocol):
     library would), or return None: the call is sent;
     ``recall(fact, model, ask)`` (optional, not declared here: a hook without it keeps
     nothing) answers what litellm knows of a model as the hook's recording kept it, else
-    ``ask(model)`` (``_model.recalled``);
+    ``ask(model)`` (``_model.seam.recalled``);
     ``failed(kwargs, error, seconds)`` (optional, not declared here) is told a call that
     raised ``error`` (or was cancelled: ``asyncio.CancelledError``) after ``seconds``.
     A hook may leave itself a note in the keyword arguments under a key that starts with

@@ -1,0 +1,1 @@
+"""Datasets and sampled tests: rows of files, cases, the gate, sampling."""

@@ -78,6 +78,7 @@ NAVIGATION = [
     ("Ini keys", "reference/ini.html"),
     ("Markers", "reference/markers.html"),
     *((name, f"reference/api/{page}.html") for page, name in NAMESPACES.items()),
+    ("Cassette files", "reference/cassette-files.html"),
     ("Architecture", "reference/architecture.html"),
 ]
 

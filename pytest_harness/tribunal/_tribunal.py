@@ -220,6 +220,13 @@ def _respelled(old: str) -> str:
     return _migration.respelled(old)
 
 
+def _no_attribute(owner: str, name: str, plain: str) -> AttributeError:
+    """A missing attribute's error: the new spelling of a removed one (``before``,
+    ``after``, ``callback``, ``process``), else Python's own message (``plain``)."""
+    removed = name in ("before", "after", "callback", "process")
+    return AttributeError(_respelled(f"{owner}.{name}") if removed else plain, name=name)
+
+
 def _refuse(old: str) -> Callable[..., NoReturn]:
     def refused(*args: Any, **kwargs: Any) -> NoReturn:
         raise ConfigError(_respelled(old))
@@ -247,11 +254,8 @@ class _TribunalType(type):
     if not TYPE_CHECKING:  # mypy still reports an unknown attribute
 
         def __getattr__(cls, name: str) -> NoReturn:
-            if name in ("before", "after", "callback", "process"):
-                raise AttributeError(_respelled(f"Tribunal.{name}"), name=name)
-            raise AttributeError(
-                f"type object {cls.__name__!r} has no attribute {name!r}", name=name
-            )
+            plain = f"type object {cls.__name__!r} has no attribute {name!r}"
+            raise _no_attribute("Tribunal", name, plain)
 
 
 class Tribunal(metaclass=_TribunalType):
@@ -404,11 +408,8 @@ class Tribunal(metaclass=_TribunalType):
     if not TYPE_CHECKING:  # mypy still reports an unknown attribute
 
         def __getattr__(self, name: str) -> NoReturn:
-            if name in ("before", "after", "callback", "process"):
-                raise AttributeError(_respelled(f"tribunal.{name}"), name=name)
-            raise AttributeError(
-                f"{type(self).__name__!r} object has no attribute {name!r}", name=name
-            )
+            plain = f"{type(self).__name__!r} object has no attribute {name!r}"
+            raise _no_attribute("tribunal", name, plain)
 
     # The last run's outcome (``panel.Outcome``), read only.
 

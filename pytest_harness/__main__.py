@@ -1,5 +1,5 @@
 """``python -m pytest_harness``: the command line (``merge``: several runs' JSON reports
-into one).
+into one; ``changes``: what the working tree's cassettes changed against a git ref).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_harness.errors import ReportError
 
@@ -35,8 +36,31 @@ exit codes: 0 merged; 1 merged with conflicts under --strict; 2 nothing merged (
 missing, not JSON or not a harness report; an output extension it cannot write)."""
 
 
+CHANGES = """\
+What the re-recorded cassettes change: each one in the working tree against the same file
+at a git commit (default HEAD), read as behaviour, not JSON. Offline: no network, no key.
+
+Per cassette (and the tests that recorded it): the answers of each model call (a text
+diff; structured replies by field), the tool calls (added, removed, reordered, arguments),
+the verdicts kept, and usage (calls, tokens, cost, recorded latency). Each is classified:
+  same       the same answers;
+  changed    answers differ, nothing a check depends on moved (a new recording too);
+  regressed  a verdict flipped to fail, a tool is no longer called or a new one is, a
+             structured reply stopped fitting its schema, or cost or tokens rose more
+             than the budget (harness_change_budget, default 25%).
+"""
+
+CHANGES_EXAMPLE = """\
+examples:
+  python -m pytest_harness changes                       # cassettes/ against HEAD
+  python -m pytest_harness changes --base origin/main --report changes.html cassettes/
+
+exit codes: 0 nothing failed the gate; 1 a test regressed (with --fail-on changed: or
+changed); 2 nothing compared (not a git repository, an unknown ref, a damaged cassette)."""
+
+
 def parser() -> argparse.ArgumentParser:
-    """The command line's parser: ``merge`` and its options."""
+    """The command line's parser: ``merge``, ``changes`` and their options."""
     main = argparse.ArgumentParser(
         prog="python -m pytest_harness",
         description="pytest-harness on the command line.",
@@ -64,7 +88,75 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 when a test conflicts (the merged report is written all the same)",
     )
+    _changes_parser(commands)
     return main
+
+
+def _changes_parser(commands: Any) -> None:
+    changes = commands.add_parser(
+        "changes",
+        help="what the re-recorded cassettes change against a git ref, test by test",
+        description=CHANGES,
+        epilog=CHANGES_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    changes.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        default=[Path("cassettes")],
+        metavar="PATH",
+        help="cassette files or folders (default: cassettes)",
+    )
+    changes.add_argument(
+        "--base", default="HEAD", metavar="GITREF", help="the commit to compare with (HEAD)"
+    )
+    changes.add_argument(
+        "--budget",
+        default="25%",
+        metavar="SHARE",
+        help="how much cost or tokens may rise before a test regressed: 25%% (default), 0.1",
+    )
+    changes.add_argument(
+        "--fail-on",
+        choices=("regressed", "changed"),
+        default="regressed",
+        help="exit 1 when a test regressed (default), or changed or regressed",
+    )
+    changes.add_argument(
+        "--report",
+        type=Path,
+        metavar="OUT",
+        help="also write the changes as a report: .json, or .html (the review page)",
+    )
+
+
+def changes(args: argparse.Namespace) -> int:
+    """Compare the working tree's cassettes with ``args.base``'s; print and gate."""
+    from pytest_harness import _changes
+    from pytest_harness._pytest_glue.settings import budget_share
+    from pytest_harness.errors import HarnessError
+
+    try:
+        budget = budget_share("--budget", args.budget)
+        records = _changes.between(args.base, args.paths, budget=budget)
+        if args.report is not None:
+            _write_changes(args.report, records)
+    except HarnessError as error:
+        print(f"pytest-harness changes: error: {error}", file=sys.stderr)
+        return 2
+    print(f"pytest-harness changes against {args.base}")
+    print(_changes.changes_table(records))
+    failing = {"regressed"} if args.fail_on == "regressed" else {"regressed", "changed"}
+    return 1 if any(record["kind"] in failing for record in records) else 0
+
+
+def _write_changes(path: Path, records: Sequence[Any]) -> None:
+    from pytest_harness._report.session import contents, write_contents
+
+    if path.suffix.lower() not in (".json", ".html", ".htm"):
+        raise ReportError(f"--report {path}: write a .json or an .html file")
+    write_contents(path, contents({"changes": records}))
 
 
 def merge(reports: Sequence[Path], output: Path, *, strict: bool) -> int:
@@ -94,6 +186,8 @@ def merge(reports: Sequence[Path], output: Path, *, strict: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns its exit code."""
     args = parser().parse_args(argv)
+    if args.command == "changes":
+        return changes(args)
     return merge(args.reports, args.output, strict=args.strict)
 
 

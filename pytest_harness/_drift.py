@@ -127,12 +127,18 @@ def compare(
     same_run = old.get("run") is not None and old.get("run") == new.get("run")
     if same_run or test in (previous.get(THIS_RUN) or ()):
         return []  # this recording run wrote it already (the test ran twice)
-    return _flips(old.get("runs") or [], new.get("runs") or [], test=test, path=path)
+    return flips(old.get("runs") or [], new.get("runs") or [], test=test, path=path)
 
 
-def _flips(
-    old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], *, test: str, path: Path
+def flips(
+    old: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    *,
+    test: str,
+    path: Path | str,
 ) -> list[dict[str, Any]]:
+    """The tribunal runs of ``new`` whose verdict flipped, or whose judges' scores moved,
+    against the run of the same key in ``old`` (``entries``' runs)."""
     before = {run["key"]: run for run in old}
     rows = []
     for run in new:
@@ -202,7 +208,7 @@ def drift_table(rows: Sequence[Mapping[str, Any]]) -> str:
             r["test"],
             r["key"] if r.get("sample") is None else f"{r['key']} (sample {r['sample']})",
             f"{r['old']} -> {r['new']}",
-            ", ".join(_judge(j) for j in r["judges"]) or "-",
+            ", ".join(judge_change(j) for j in r["judges"]) or "-",
         ]
         for r in rows
     ]
@@ -210,7 +216,7 @@ def drift_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return tabulate(shown, headers=headers)
 
 
-def _judge(change: Mapping[str, Any]) -> str:
+def judge_change(change: Mapping[str, Any]) -> str:
     """``Fair: pass -> fail``; with scores ``Rubric: 5 -> 4, moved toward the threshold 3``."""
     vote = f"{change['judge']}: {_vote(change['old'])} -> {_vote(change['new'])}"
     scores = score_change(change)

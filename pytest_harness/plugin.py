@@ -185,6 +185,13 @@ def _add_ini_keys(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini(
+        "harness_change_budget",
+        help="how much a re-recording's cost or tokens may rise before its test counts as "
+        "regressed: a percentage (25%, the default) or a fraction (0.25)",
+        type="string",
+        default="",
+    )
+    parser.addini(
         "harness_match_ignore",
         help="dotted JSON body fields left out of cassette matching, one per line",
         type="linelist",

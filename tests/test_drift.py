@@ -98,7 +98,7 @@ def test_re_recording_reports_exactly_the_flipped_verdicts(pytester: pytest.Pyte
         ("test_judged.py::test_b", "Panel#1", "fail", "pass", [_vote("Kind", False, True)]),
     ]
     text = result.stdout.str()
-    table = text[text.index("pytest-harness verdict drift") :]
+    table = text[text.index("pytest-harness verdict drift") : text.index("pytest-harness changes")]
     assert "test_judged.py::test_a  Panel#1     pass -> fail  Fair: pass -> fail" in table
     assert "test_judged.py::test_b  Panel#1     fail -> pass  Kind: fail -> pass" in table
     assert "test_c" not in table
@@ -279,7 +279,7 @@ def test_scores_that_moved_toward_or_across_the_threshold_are_reported(
         }
     ]
     text = result.stdout.str()
-    table = text[text.index("pytest-harness verdict drift") :]
+    table = text[text.index("pytest-harness verdict drift") : text.index("pytest-harness changes")]
     toward = "Clarity: 5 -> 4, moved toward the threshold 3"
     assert f"test_scored.py::test_a  Clear#1     pass -> pass  {toward}" in table
     assert "pass -> fail  Clarity: pass -> fail (4 -> 2, across the threshold 3)" in table

@@ -64,7 +64,11 @@ def read(path: Path) -> dict[str, Any]:
         CassetteError: the file is not UTF-8, does not parse, or is not shaped like a
             cassette; the message names the part that is wrong. The file is left as it is.
     """
-    raw = path.read_bytes()
+    return parse(path.read_bytes(), path)
+
+
+def parse(raw: bytes, path: Path) -> dict[str, Any]:
+    """``read`` of a file's bytes (``path`` names it in messages: a file at a git ref)."""
     if b"\r" in raw:  # written on Windows, or checked out so by git (a one-byte search: fast)
         raw = raw.replace(b"\r\n", b"\n")  # JSON and YAML read either; the checksum is of \n
     try:

@@ -237,6 +237,8 @@ class CassetteSlot:
     _cassette: Any = None
     _closed: bool = False
     _recorded: bool = False  # closed after routing traffic in a recording mode
+    _new: list[Any] = field(default_factory=list)  # the interactions it recorded
+    _kept: bool = False  # and saved them
     _previous: dict[str, Any] | None = None
     _stack: contextlib.ExitStack | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -574,21 +576,42 @@ class CassetteSlot:
         stack.close()
         if self.mode == "none":
             return None
-        self._recorded = True
-        if not keep:
-            return None
         from pytest_harness._cassettes import store
 
+        self._recorded = True
+        self._new = store.recorded(cassette, self._keys)
+        self._kept = keep
+        if not keep:
+            return None
         secrets = secret_values_from_env(os.environ)
         self._previous = store.save_recordings(
             cassette,
+            self._new,
             mode=self.mode,
             run_id=self.run_id,
             secrets=secrets,
             metadata=self.metadata,
-            seams=self._keys,
         )
         return self.path if self._previous is not None else None
+
+    def recordings(self) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
+        """After a recording: the file's data before this recording run (None when there
+        was none) and the data it holds now, or this test's recording when it was not
+        saved (the test failed); None in replay, or when the test recorded nothing.
+        """
+        if not self._recorded or not self._new:
+            return None
+        from pytest_harness._cassettes import read, runlog
+
+        written = runlog.RunLog(self.run_id).written(self.path)
+        before: dict[str, Any] | None = None
+        if written is not None:  # this run wrote the file: what it held before the run
+            before = {"interactions": written.original} if written.original else None
+        elif self.path.exists():
+            before = read.read(self.path)
+        if self._kept and written is not None:
+            return before, read.read(self.path)
+        return before, {"interactions": self._new, "metadata": self.metadata}
 
     def previous(self) -> dict[str, Any] | None:
         """After a recording: the file's header (``version``, ``metadata``) from before this

@@ -750,26 +750,14 @@ def _in_process(patcher: Any) -> bool:
     return getattr(patched_object(patcher), "__name__", "") in _IN_PROCESS
 
 
-def save_recordings(
-    cassette: HarnessCassette,
-    *,
-    mode: str,
-    run_id: str,
-    secrets: Sequence[str],
-    metadata: Mapping[str, Any] | None = None,
-    seams: Mapping[int, str] | None = None,
-) -> dict[str, Any] | None:
-    """Write what ``cassette`` recorded during this test (``write.merge_and_write``).
+def recorded(cassette: HarnessCassette, seams: Mapping[int, str] | None = None) -> list[Any]:
+    """What ``cassette`` recorded during this test, as a file stores interactions.
 
     ``seams``: the key of what each seam call asked (``matching.seam_key``), by its call
     number, stored with the interaction that call recorded.
-
-    Returns:
-        None when the test recorded nothing (no file written), else the file's header from
-        before the write (empty when there was no file).
     """
     keys = seams or {}
-    new = [
+    return [
         interactions.interaction(
             matching.untagged(request._to_dict()),
             response,
@@ -778,6 +766,24 @@ def save_recordings(
         )
         for request, response in cassette.recorded_now
     ]
+
+
+def save_recordings(
+    cassette: HarnessCassette,
+    new: Sequence[Mapping[str, Any]],
+    *,
+    mode: str,
+    run_id: str,
+    secrets: Sequence[str],
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Write ``new``, what ``cassette`` recorded during this test (``recorded``), into its
+    file (``write.merge_and_write``).
+
+    Returns:
+        None when the test recorded nothing (no file written), else the file's header from
+        before the write (empty when there was no file).
+    """
     if not new:
         return None
     return write.merge_and_write(

@@ -444,6 +444,16 @@ def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset(called)
 
 
+def offers_tools(schema: Any) -> bool:
+    """Whether a request's schema is one ``offer`` made (its tools as a grammar): its reply
+    is read back (``receive``) as a tool call or an answer."""
+    choices = schema.get("anyOf", [schema]) if isinstance(schema, Mapping) else []
+    return any(
+        isinstance(choice, Mapping) and "tool" in (choice.get("properties") or {})
+        for choice in choices
+    )
+
+
 def _schema(tools: Sequence[Mapping[str, Any]], answer: bool) -> dict[str, Any]:
     choices: list[dict[str, Any]] = [
         {

@@ -283,6 +283,22 @@ def _model_schema(model: Any, owner: str) -> tuple[str, str]:
     return known
 
 
+def schema_error(schema: dict[str, Any], value: Any) -> str | None:
+    """Where and why ``value`` does not fit ``schema`` (a recorded request's), or None when
+    it fits, or when the schema itself cannot be checked (nothing to say of the value)."""
+    import jsonschema
+
+    try:
+        checker = check_schema(schema, "of the recorded request")
+    except ConfigError:
+        return None
+    problem = jsonschema.exceptions.best_match(checker.iter_errors(value))
+    if problem is None:
+        return None
+    where = "/".join(str(part) for part in problem.absolute_path)
+    return f"at {where}: {problem.message}" if where else str(problem.message)
+
+
 def _check(value: Any, checker: Any, raw: str) -> None:
     import jsonschema  # loaded already (the checker is jsonschema's): a lookup
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -207,6 +208,7 @@ class ItemRun:
         self.sampling: Sampling | None = None
         self.matrix: str | None = None
         self.column = 0  # the matrix model's place in --harness-models
+        self.change_budget = 0.25  # harness_change_budget
         self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
 
     @classmethod
@@ -222,6 +224,7 @@ class ItemRun:
         test = settings_.apply(session, *settings_.arguments(item))
         captures = session.capture == "all" or settings_.uses_harness(item)
         run = cls(item, record_failed=session.record_failed, captures=captures)
+        run.change_budget = session.change_budget
         run.matrix = matrix
         run.column = session.models.index(matrix) if matrix is not None else 0
         run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
@@ -398,7 +401,8 @@ class ItemRun:
 
     def finish(self, *, failed: bool) -> str | None:
         """Stop the guard; close the cassette (saved unless the test failed); report the
-        test's spend and verdict drift. Returns an error or None."""
+        test's spend, verdict drift and what its re-recording changed. Returns an error or
+        None."""
         self._environ.undo()
         if self.guard is not None:
             self.guard.uninstall()
@@ -406,7 +410,10 @@ class ItemRun:
             if self.slot is not None:
                 self.reports.keep_verdicts(self.slot)
                 self.slot.close(keep=not failed or self.record_failed)
-                self.reports.report_drift(self.slot)
+                flipped = self.reports.report_drift(self.slot)
+                self.reports.report_changes(
+                    self.slot, failed=failed, verdicts=flipped, budget=self.change_budget
+                )
         except HarnessError as error:
             return describe(error)
         finally:
@@ -569,18 +576,59 @@ class ItemReports:
             kept = drift.entries(self.tribunals)
             slot.metadata[drift.METADATA_KEY] = {self.item.nodeid: kept}
 
-    def report_drift(self, slot: CassetteSlot) -> None:
-        """After a recording that replaced another: the verdicts that flipped (report rows).
+    def report_drift(self, slot: CassetteSlot) -> list[dict[str, Any]]:
+        """After a recording that replaced another: the verdicts that flipped (report rows,
+        also returned).
 
         Raises:
             CassetteError: the replaced file cannot be compared (another format or test).
         """
         previous = slot.previous() if self.tribunals else None
         if previous is None:
-            return
+            return []
         from pytest_harness import _drift as drift
 
         nodeid = self.item.nodeid
         new = slot.metadata[drift.METADATA_KEY][nodeid]
         rows = drift.compare(previous, new, test=nodeid, path=slot.path, shared=slot.shared)
         self.item.user_properties.extend(drift.junit_properties(rows))
+        return rows
+
+    def report_changes(
+        self,
+        slot: CassetteSlot,
+        *,
+        failed: bool,
+        verdicts: list[dict[str, Any]],
+        budget: float,
+    ) -> None:
+        """After a recording: what it changed against the previous one (a report row).
+
+        Raises:
+            CassetteError: a cassette that cannot be read.
+        """
+        recordings = slot.recordings()
+        if recordings is None:
+            return
+        from pytest_harness import _changes as changes
+
+        before, now = recordings
+        old = None if before is None else changes.read(before)
+        record = changes.compare(
+            old,
+            changes.read(now),
+            test=self.item.nodeid,
+            cassette=_shown(slot.path),
+            outcome={"old": "passed", "new": "failed" if failed else "passed"},
+            verdicts=verdicts,
+            budget=budget,
+        )
+        self.item.user_properties.append(changes.junit_property(record))
+
+
+def _shown(path: Path) -> str:
+    """A cassette's path as a report shows it: relative to the working folder when inside."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

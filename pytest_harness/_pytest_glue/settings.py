@@ -63,6 +63,8 @@ class Settings:
             fixture) record and replay all their HTTP traffic; ``all``: every test does.
         max_cost: the most one test may spend on live model calls, or None.
         max_session_cost: the most the session may spend on live model calls, or None.
+        change_budget: how much a re-recording's cost or tokens may rise before the test
+            counts as regressed (0.25: by a quarter).
         match_ignore: dotted JSON body fields left out of request matching.
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
@@ -91,6 +93,7 @@ class Settings:
     capture: CaptureMode = "harness"
     max_cost: float | None = None
     max_session_cost: float | None = None
+    change_budget: float = 0.25
     match_ignore: tuple[str, ...] = ()
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
@@ -140,6 +143,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         capture=choice("harness_capture", ini("harness_capture") or "harness", CAPTURE_MODES),
         max_cost=max_cost,
         max_session_cost=max_session_cost,
+        change_budget=budget_share("harness_change_budget", ini("harness_change_budget")),
         match_ignore=tuple(ini("harness_match_ignore") or ()),
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
@@ -284,6 +288,23 @@ def amount(name: str, value: Any) -> float | None:
         raise ConfigError(
             f"{name} expects an amount in the provider's currency (as litellm prices it), "
             f"such as 0.50, got {value!r}."
+        )
+    return number
+
+
+def budget_share(name: str, value: Any, default: float = 0.25) -> float:
+    """A non-negative share, as a percentage (``25%``) or a fraction (``0.25``); ``default``
+    when none is given; else ``ConfigError``."""
+    text = str(value or "").strip()
+    if not text:
+        return default
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise ConfigError(
+            f"{name} expects a share, as a percentage (25%) or a fraction (0.25), got {value!r}."
         )
     return number
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_harness import _changes as changes
 from pytest_harness import _drift as drift
 from pytest_harness._datasets import sampling as samples
 from pytest_harness._pytest_glue import matrix
@@ -265,6 +266,7 @@ SECTIONS = (
     Section("calibrations", CALIBRATION_PROPERTY, "judge calibration", calibrations_table),
     Section("tribunals", report.RECORD_PROPERTY, "tribunals", tribunals_table),
     Section("drift", drift.DRIFT_PROPERTY, "verdict drift", drift.drift_table, always=True),
+    Section("changes", changes.CHANGE_PROPERTY, "changes", changes.changes_table, always=True),
     # Shown whenever --harness-models ran a matrix: its cells exist only then.
     Section("matrix", matrix.MATRIX_PROPERTY, "model matrix", matrix.matrix_table, always=True),
 )
@@ -343,6 +345,7 @@ def contents(data: Mapping[str, Rows]) -> dict[str, Any]:
     full["datasets"] = list(data.get("datasets", ()))  # the dataset gates (datasets._gate)
     full["agreement"] = report.agreement(full["tribunals"])
     full["matrix"] = matrix.pivot(full["matrix"])  # rows of tests, a column per model
+    full["changes"] = changes.ordered(changes.by_cassette(full["changes"]))
     return full
 
 

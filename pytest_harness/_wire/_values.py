@@ -71,12 +71,16 @@ class Asked:
         turns: one per message (input item, content) sent, in order, those without text too.
         tools: the names of the tools it offers, in its order.
         results: the tool results it sends back, in its order.
+        structured: it asks for a JSON reply (a JSON schema, or JSON mode).
+        schema: the JSON Schema the reply must fit, or None (none given, or JSON mode).
     """
 
     instructions: str = ""
     turns: tuple[Turn, ...] = ()
     tools: tuple[str, ...] = ()
     results: tuple[SentResult, ...] = ()
+    structured: bool = False
+    schema: dict[str, Any] | None = None
 
     @property
     def system(self) -> str:
@@ -97,6 +101,15 @@ class Asked:
         if not self.instructions:
             return self.turns
         return (Turn(role="system", text=self.instructions), *self.turns)
+
+
+def reply_format(kind: Any, schema: Any) -> dict[str, Any]:
+    """``Asked``'s ``structured`` and ``schema`` for a request whose reply format is of
+    ``kind`` (``json_schema``, ``json_object``, anything else: text) with ``schema`` (which
+    llama.cpp's server takes with ``json_object`` too)."""
+    if kind in ("json_schema", "json_object") and isinstance(schema, dict):  # llama.cpp's
+        return {"structured": True, "schema": schema}
+    return {"structured": kind in ("json_schema", "json_object")}
 
 
 def parts_text(content: Any) -> str:

@@ -18,6 +18,7 @@ from pytest_harness._wire._values import (
     names,
     parts_text,
     refused,
+    reply_format,
     tool_call,
     usage,
 )
@@ -36,11 +37,14 @@ def read_request(data: dict[str, Any]) -> Asked:
     """``system``, then ``messages`` (text, tool_use and tool_result blocks; thinking blocks
     carry no text), and ``tools``."""
     messages = as_dicts(data.get("messages"))
+    # Structured outputs: ``output_config.format`` (``output_format`` in the beta).
+    wanted = as_dict(as_dict(data.get("output_config")).get("format") or data.get("output_format"))
     return Asked(
         instructions=parts_text(data.get("system")),
         turns=tuple(map(_turn, messages)),
         tools=names([as_str(t.get("name")) for t in as_dicts(data.get("tools"))]),
         results=_results(messages),
+        **reply_format(wanted.get("type"), wanted.get("schema")),
     )
 
 

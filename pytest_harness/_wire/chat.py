@@ -42,6 +42,7 @@ from pytest_harness._wire._values import (
     joined,
     names,
     parts_text,
+    reply_format,
 )
 from pytest_harness.errors import ProviderResponseError
 
@@ -54,7 +55,14 @@ def read_request(data: dict[str, Any]) -> Asked:
     messages = as_dicts(data.get("messages"))
     tools = [as_str(as_dict(t.get("function")).get("name")) for t in as_dicts(data.get("tools"))]
     tools += [as_str(f.get("name")) for f in as_dicts(data.get("functions"))]
-    return Asked(turns=tuple(map(_turn, messages)), tools=names(tools), results=_results(messages))
+    wanted = as_dict(data.get("response_format"))  # {"type": "json_schema", "json_schema": {...}}
+    schema = as_dict(wanted.get("json_schema")).get("schema") or wanted.get("schema")
+    return Asked(
+        turns=tuple(map(_turn, messages)),
+        tools=names(tools),
+        results=_results(messages),
+        **reply_format(wanted.get("type"), schema),
+    )
 
 
 def _turn(message: dict[str, Any]) -> Turn:

@@ -17,6 +17,7 @@ from pytest_harness._wire._values import (
     joined,
     names,
     refused,
+    reply_format,
     tool_call,
     usage,
 )
@@ -62,7 +63,33 @@ def read_request(data: dict[str, Any]) -> Asked:
         turns=tuple(map(_turn, contents)),
         tools=names([as_str(d.get("name")) for d in declared]),
         results=_results(contents),
+        **_reply_format(as_dict(data.get("generationConfig") or data.get("generation_config"))),
     )
+
+
+def _reply_format(config: dict[str, Any]) -> dict[str, Any]:
+    """A JSON reply (``responseMimeType: application/json``) and its schema: the JSON
+    Schema of ``responseJsonSchema``, else ``responseSchema`` (OpenAPI's subset, its type
+    names upper-case: read as JSON Schema's)."""
+    mime = as_str(config.get("responseMimeType") or config.get("response_mime_type"))
+    if mime != "application/json":
+        return reply_format(None, None)
+    schema = config.get("responseJsonSchema") or config.get("response_json_schema")
+    if schema is None:
+        schema = _lower_types(config.get("responseSchema") or config.get("response_schema"))
+    return reply_format("json_schema" if isinstance(schema, dict) else "json_object", schema)
+
+
+def _lower_types(schema: Any) -> Any:
+    """An OpenAPI schema with JSON Schema's type names (``OBJECT`` -> ``object``)."""
+    if isinstance(schema, list):
+        return [_lower_types(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: value.lower() if key == "type" and isinstance(value, str) else _lower_types(value)
+        for key, value in schema.items()
+    }
 
 
 def _turn(content: dict[str, Any]) -> Turn:

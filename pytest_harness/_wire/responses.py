@@ -18,6 +18,7 @@ from pytest_harness._wire._values import (
     names,
     parts_text,
     refused,
+    reply_format,
     tool_call,
     usage,
 )
@@ -70,11 +71,13 @@ def read_request(data: dict[str, Any]) -> Asked:
     items = as_dicts(given)
     turns = (Turn(role="user", text=given),) if isinstance(given, str) else tuple(map(_turn, items))
     tools = [as_str(t.get("name")) or as_str(t.get("type")) for t in as_dicts(data.get("tools"))]
+    wanted = as_dict(as_dict(data.get("text")).get("format"))  # {"type": "json_schema", ...}
     return Asked(
         instructions=as_str(data.get("instructions")),
         turns=turns,
         tools=names(tools),
         results=_results(items),
+        **reply_format(wanted.get("type"), wanted.get("schema")),
     )
 
 

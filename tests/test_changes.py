@@ -1,0 +1,302 @@
+"""What a re-recording changed: record, change the scripted answers, re-record, and read the
+classification while re-recording and offline against a git ref.
+
+The model is the loopback scripted server: each test's prompt picks its answer from a table
+the test changes between the recordings, as a new prompt or model would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_harness import _changes as changes
+from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
+
+SUITE = """
+import json
+import openai
+import pytest
+from pytest_harness import Agent, Tribunal
+from pytest_harness.tribunal import rule
+
+URL = "{url}"
+SCHEMA = {{
+    "type": "object",
+    "properties": {{"priority": {{"type": "string"}}}},
+    "required": ["priority"],
+}}
+TOOLS = [
+    {{"type": "function", "function": {{"name": name, "parameters": {{"type": "object"}}}}}}
+    for name in ("search_web", "lookup")
+]
+
+
+def ask(prompt, **more):
+    with openai.OpenAI(base_url=URL, api_key="loopback-not-a-secret") as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{{"role": "user", "content": prompt}}], **more
+        )
+    return reply.choices[0].message
+
+
+class Judge(Agent):
+    model = "openai/loopback"
+    params = {{"api_base": URL, "api_key": "loopback-not-a-secret"}}
+    output = {{
+        "type": "object", "properties": {{"pass": {{"type": "boolean"}}}}, "required": ["pass"]
+    }}
+    instructions = "You are the judge."
+
+
+class Panel(Tribunal):
+    agents = [Judge]
+
+    @rule("unanimous")
+    def passed(result):
+        return result.processed["pass"]
+
+
+def test_same(harness):
+    assert ask("same").content
+
+
+def test_text(harness):
+    assert ask("text").content
+
+
+def test_tools(harness):
+    assert ask("tools", tools=TOOLS).tool_calls
+
+
+def test_structured(harness):
+    kind = {{"type": "json_schema", "json_schema": {{"name": "ticket", "schema": SCHEMA}}}}
+    assert ask("structured", response_format=kind).content
+
+
+def test_tokens(harness):
+    assert ask("tokens").content
+
+
+def test_verdict(harness):
+    harness.assert_verdict(Panel, ask("verdict").content)
+"""
+
+FIRST = {
+    "same": Reply(content="Hello there."),
+    "text": Reply(content="The refund takes five days."),
+    "tools": Reply(tool_calls=[ToolCallSpec(name="search_web", arguments={"q": "refund"})]),
+    "structured": Reply(content='{"priority": "high"}'),
+    "tokens": Reply(content="Short answer."),
+    "verdict": Reply(content="A kind reply."),
+    "judge": Reply(content='{"pass": true}'),
+}
+SECOND = {
+    **FIRST,
+    "text": Reply(content="The refund takes three days."),
+    "tools": Reply(tool_calls=[ToolCallSpec(name="lookup", arguments={"id": 7})]),
+    "structured": Reply(content='{"urgency": "high"}'),
+    "tokens": Reply(content="A much longer answer that says the same thing in many more words."),
+    "judge": Reply(content='{"pass": false}'),
+}
+
+
+class Script:
+    """The scripted model: the judge's answer for a judge, else the answer to the prompt."""
+
+    def __init__(self, table: dict[str, Reply]) -> None:
+        self.table = table
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if "You are the judge." in json.dumps(body["messages"]):
+            return self.table["judge"]
+        return self.table[body["messages"][-1]["content"]]
+
+
+def record(pytester: pytest.Pytester, server: LoopbackServer, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_app=SUITE.format(url=server.url))
+    pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live", *args
+    )
+
+
+@pytest.fixture
+def server() -> Any:
+    with LoopbackServer(Script(FIRST)) as running:
+        yield running
+
+
+def rerecorded(pytester: pytest.Pytester, server: LoopbackServer, *args: str) -> Any:
+    record(pytester, server).assert_outcomes(passed=6)
+    server.handler = Script(SECOND)
+    return record(pytester, server, *args)
+
+
+def by_test(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {record["test"].rpartition("::")[2]: record for record in records}
+
+
+def test_a_re_recording_classifies_each_test_with_its_reasons(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    result = rerecorded(pytester, server, "--harness-report=r.json")
+    result.assert_outcomes(passed=5, failed=1)  # the verdict now fails
+    found = by_test(json.loads((pytester.path / "r.json").read_text())["changes"])
+
+    assert {name: r["kind"] for name, r in found.items()} == {
+        "test_same": "same",
+        "test_text": "changed",
+        "test_tools": "regressed",
+        "test_structured": "regressed",
+        "test_tokens": "regressed",
+        "test_verdict": "regressed",
+    }
+    assert found["test_same"]["reasons"] == []
+    assert found["test_text"]["reasons"] == ["application call 1: the answer changed"]
+    (answer,) = found["test_text"]["answers"]
+    assert (answer["old"], answer["new"]) == (
+        "The refund takes five days.",
+        "The refund takes three days.",
+    )
+    tools = found["test_tools"]
+    assert tools["reasons"] == [
+        "the tool search_web is no longer called",
+        "a new tool is called: lookup",
+    ]
+    assert tools["trajectory"]["old"] == [{"name": "search_web", "arguments": {"q": "refund"}}]
+    assert tools["trajectory"]["new"] == [{"name": "lookup", "arguments": {"id": 7}}]
+    structured = found["test_structured"]
+    assert structured["reasons"] == [
+        "application call 1: the structured reply no longer fits its schema: 'priority' is a "
+        "required property",
+        "application call 1: the answer changed",
+    ]
+    assert structured["answers"][0]["label"] == "application call 1 · openai.chat · gpt-4o-mini"
+    assert structured["answers"][0]["fields"] == [
+        {"field": "priority", "old": "high", "new": None},
+        {"field": "urgency", "old": None, "new": "high"},
+    ]
+    tokens, cost = [r for r in found["test_tokens"]["reasons"] if "rose" in r]
+    assert tokens == "tokens rose 367% (3 -> 14), over the 25% budget (harness_change_budget)"
+    assert cost.startswith("cost rose ")  # litellm prices gpt-4o-mini's tokens
+    verdict = found["test_verdict"]
+    assert verdict["outcome"] == {"old": "passed", "new": "failed"}
+    assert verdict["reasons"][:2] == [
+        "the test failed; it passed with its previous recording",
+        "Panel#1's verdict went pass -> fail (Judge: pass -> fail)",
+    ]
+
+
+def test_the_terminal_lists_regressed_then_changed_and_counts_the_rest(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    text = rerecorded(pytester, server).stdout.str()  # neither -v nor --harness-report
+    section = text[text.index("pytest-harness changes") :]
+    lines = section.splitlines()
+    kinds = [line.split()[1] for line in lines if line.startswith("test_app.py::")]
+    assert kinds == ["regressed"] * 4 + ["changed"]
+    assert "1 regressed" not in section
+    assert "4 regressed · 1 changed · 1 same" in section
+    assert "test_same" not in section
+
+
+def test_budget_setting_decides_when_more_tokens_regress(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    result = rerecorded(
+        pytester, server, "--harness-report=r.json", "-o", "harness_change_budget=900%"
+    )
+    found = by_test(json.loads((pytester.path / "r.json").read_text())["changes"])
+    assert found["test_tokens"]["kind"] == "changed"
+    assert result.ret == 1  # the verdict's test failed
+
+
+def test_recording_for_the_first_time_counts_new_recordings_only(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    result = record(pytester, server, "--harness-report=r.json")
+    result.assert_outcomes(passed=6)
+    records = json.loads((pytester.path / "r.json").read_text())["changes"]
+    assert {(r["kind"], r["new"]) for r in records} == {("changed", True)}
+    assert "0 regressed · 6 changed (6 new) · 0 same" in result.stdout.str()
+
+
+def git(path: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+    )
+
+
+def cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_harness", "changes", *args],
+        cwd=path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_changes_command_compares_the_working_tree_with_a_git_ref(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    record(pytester, server).assert_outcomes(passed=6)
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", "cassettes")
+    git(pytester.path, "commit", "-q", "-m", "first recording")
+    server.handler = Script(SECOND)
+    record(pytester, server).assert_outcomes(passed=5, failed=1)
+
+    done = cli(pytester.path, "--report", "changes.json")
+    assert done.returncode == 1, done.stderr
+    assert "4 regressed · 1 changed · 1 same" not in done.stdout  # the failed test kept its old one
+    assert "3 regressed · 1 changed · 2 same" in done.stdout
+    records = json.loads((pytester.path / "changes.json").read_text())["changes"]
+    kinds = {Path(r["cassette"]).stem: r["kind"] for r in records}
+    assert kinds == {
+        "test_same": "same",
+        "test_text": "changed",
+        "test_tools": "regressed",
+        "test_structured": "regressed",
+        "test_tokens": "regressed",
+        "test_verdict": "same",  # it failed while re-recording: its recording was not saved
+    }
+    assert cli(pytester.path, "--base", "HEAD", "cassettes/test_app/test_text.yaml").returncode == 0
+    strict = cli(pytester.path, "--fail-on", "changed", "cassettes/test_app/test_text.yaml")
+    assert strict.returncode == 1
+    git(pytester.path, "add", "cassettes")
+    git(pytester.path, "commit", "-q", "-m", "re-recorded")
+    assert "0 regressed · 0 changed · 6 same" in cli(pytester.path).stdout
+    assert cli(pytester.path, "--base", "HEAD~1").returncode == 1
+
+
+def test_the_changes_command_names_what_it_cannot_compare(tmp_path: Path) -> None:
+    done = cli(tmp_path)
+    assert done.returncode == 2
+    assert "pytest-harness changes: error: git rev-parse --show-toplevel failed" in done.stderr
+    git(tmp_path, "init", "-q")
+    unknown = cli(tmp_path, "--base", "no-such-ref")
+    assert unknown.returncode == 2
+    assert "--base naming a commit" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+def test_a_new_and_a_removed_recording_are_changes() -> None:
+    recording = changes.Recording()
+    new = changes.compare(None, recording, test="t", cassette="c.yaml")
+    gone = changes.compare(recording, None, test="t", cassette="c.yaml")
+    assert (new["kind"], new["reasons"], new["new"]) == (
+        "changed",
+        ["a new recording: nothing to compare with"],
+        True,
+    )
+    assert (gone["kind"], gone["reasons"], gone["removed"]) == ("changed", ["removed"], True)

@@ -1,4 +1,5 @@
-"""Trajectories: the tool calls an agent made, asserted on and shown as one table."""
+"""Trajectories: the tool calls an agent made (live, or read from a cassette), asserted on
+alone or against a reference, and shown as one table."""
 
 from __future__ import annotations
 

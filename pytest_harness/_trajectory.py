@@ -235,6 +235,10 @@ def _show(arguments: ArgumentCheck) -> str:
 
 MODES = ("strict", "unordered", "subset", "superset")
 _MATCHERS = ("exact", "ignore")
+_KEYS = frozenset({"name", "arguments"})  # of an expected call given as a mapping
+# The marks of an aligned row that fail each mode: ``~`` other arguments, ``-`` a call of
+# the reference missing, ``+`` a call beyond it.
+_FAILING = {"strict": "~-+", "unordered": "~-+", "subset": "~+", "superset": "~-"}
 _FORMS = (
     "a tool name, a mapping {'name': ..., 'arguments': {...}}, a (name, arguments) tuple, "
     "a tool call of a trajectory"
@@ -266,14 +270,7 @@ def matches(
     check = _argument_rule(arguments)
     actual = list(trajectory.tool_calls)
     rows = _aligned(expected, actual, check, strict=mode == "strict")
-    marks = [mark for _, _, mark in rows]
-    failed = {
-        "strict": any(mark != "=" for mark in marks),
-        "unordered": any(mark != "=" for mark in marks),
-        "subset": any(mark in "~+" for mark in marks),
-        "superset": any(mark in "~-" for mark in marks),
-    }[mode]
-    if failed:
+    if any(mark in _FAILING[mode] for _, _, mark in rows):
         raise AssertionError(_mismatch(trajectory, expected, actual, rows, mode))
 
 
@@ -291,15 +288,7 @@ def _reference(reference: Any) -> list[_Expected]:
 def _entry(entry: Any) -> _Expected:
     if isinstance(entry, str):
         return _Expected(entry)
-    if (
-        isinstance(entry, Mapping)
-        and isinstance(entry.get("name"), str)
-        and set(entry)
-        <= {
-            "name",
-            "arguments",
-        }
-    ):
+    if isinstance(entry, Mapping) and isinstance(entry.get("name"), str) and set(entry) <= _KEYS:
         return _Expected(entry["name"], _parsed(entry.get("arguments")), "arguments" in entry)
     if (
         isinstance(entry, tuple)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_harness import _aio
 from pytest_harness._agent import Agent, AgentResult
-from pytest_harness.errors import ConfigError
+from pytest_harness.errors import CassetteError, ConfigError
 from pytest_harness.tribunal import Tribunal, Verdict, assert_verdict, get_verdict
 
 if TYPE_CHECKING:
@@ -39,10 +39,12 @@ class Harness:
         *,
         folder: Path | None = None,
         traffic: Callable[[], TrafficTrajectory] | None = None,
+        cassette_dir: Path | None = None,
     ) -> None:
         self.test_id = test_id
         self.folder = folder
         self._traffic = traffic
+        self._cassette_dir = cassette_dir or Path("cassettes")  # the session's, in a test
         self.sample: int | None = None
         self.tribunals: list[Tribunal] = []  # filled by the plugin as tribunals finish
         self.runs: list[Run] = []  # filled by the plugin as orchestrator runs end
@@ -69,6 +71,43 @@ class Harness:
         from pytest_harness._trajectory import TrafficTrajectory
 
         return TrafficTrajectory()
+
+    def recorded_trajectory(self, cassette: str | Path) -> TrafficTrajectory:
+        """The trajectory a recorded cassette holds: a reference to hold a test's against.
+
+        Every model request and MCP tool call of the recording counts, in file order: the
+        application's and the harness's own alike (an orchestrator's agent loop), so a
+        golden recording of either kind is a reference for ``assert_matches``:
+
+            def test_agent_keeps_its_path(harness):
+                weather_agent("Weather and time in Paris?")
+                golden = harness.recorded_trajectory("golden/weather")
+                harness.trajectory.assert_matches(golden, "unordered")
+
+        Args:
+            cassette: a cassette's name as ``@pytest.mark.harness(cassette=...)`` takes it
+                (relative to ``harness_cassette_dir``, ``.yaml`` optional), or the
+                ``pathlib.Path`` of a cassette file.
+
+        Raises:
+            CassetteError: there is no such file (record it with ``pytest --harness-live``
+                on the test that writes it), or it cannot be read.
+        """
+        from pytest_harness._cassettes.read import read
+        from pytest_harness._cassettes.slot import cassette_path
+        from pytest_harness._trajectory import from_interactions
+
+        if isinstance(cassette, Path):
+            path = cassette
+        else:
+            path = cassette_path(self._cassette_dir, self.test_id or "", cassette)
+        if not path.is_file():
+            writer = "" if isinstance(cassette, Path) else f"(marked cassette={cassette!r}) "
+            raise CassetteError(
+                f"harness.recorded_trajectory({cassette!r}) found no cassette at {path}. "
+                f"Record it: run pytest --harness-live on the test {writer}that writes it."
+            )
+        return from_interactions(read(path).get("interactions") or [])
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

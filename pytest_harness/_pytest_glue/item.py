@@ -346,7 +346,10 @@ class ItemRun:
             from pytest_harness._pytest_glue.fixture import Harness
 
             self.reports.harness = Harness(
-                self.item.nodeid, folder=self.item.path.parent, traffic=self.watch.trajectory
+                self.item.nodeid,
+                folder=self.item.path.parent,
+                traffic=self.watch.trajectory,
+                cassette_dir=session_settings(self.item.config).cassette_dir,
             )
         return self.reports.harness
 

@@ -39,7 +39,6 @@ class Call:
         text: what the model said ("" when it said nothing).
         structured: the request asked for a JSON reply.
         schema: the JSON Schema that reply must fit, or None.
-        tools: the tool calls it asked for: (name, arguments) in order.
         tokens: (prompt, completion) tokens, or None when the reply said none.
         cost: its recorded cost in USD, or None.
         latency_s: its recorded latency, or None.
@@ -52,7 +51,6 @@ class Call:
     text: str
     structured: bool = False
     schema: dict[str, Any] | None = field(default=None, repr=False)
-    tools: tuple[tuple[str, Any], ...] = ()
     tokens: tuple[int, int] | None = None
     cost: float | None = None
     latency_s: float | None = None
@@ -86,16 +84,14 @@ class Recording:
 
     Attributes:
         calls: its model calls, in the file's order.
+        trajectory: its tool calls, in order, as (name, arguments): those the models asked
+            for and those made on MCP servers (``_trajectory.from_interactions``).
         verdicts: its metadata's verdicts, by test (``_drift.entries``).
     """
 
     calls: tuple[Call, ...] = ()
+    trajectory: tuple[tuple[str, Any], ...] = ()
     verdicts: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def trajectory(self) -> list[tuple[str, Any]]:
-        """Every tool call asked for, in order: (name, arguments)."""
-        return [tool for call in self.calls for tool in call.tools]
 
     def usage(self) -> dict[str, Any]:
         """Model calls, tokens (in, out, total), cost and latency, summed."""
@@ -116,11 +112,18 @@ class Recording:
 def read(data: Mapping[str, Any], *, since: int = 0) -> Recording:
     """The recording a cassette file's data holds (``_cassettes.read.read``); ``since``:
     leave out its first interactions (those another test recorded)."""
-    interactions = data.get("interactions") or []
-    calls = [c for c in map(_call, interactions[since:]) if c is not None]
+    from pytest_harness._trajectory import from_interactions
+
+    interactions = [i for i in (data.get("interactions") or [])[since:] if isinstance(i, Mapping)]
+    calls = [c for c in map(_call, interactions) if c is not None]
+    tools = [(c.name, _arguments(c)) for c in from_interactions(interactions).tool_calls]
     metadata = data.get("metadata")
     kept = metadata.get(drift.METADATA_KEY) if isinstance(metadata, Mapping) else None
-    return Recording(calls=tuple(calls), verdicts=kept if isinstance(kept, Mapping) else {})
+    return Recording(
+        calls=tuple(calls),
+        trajectory=tuple(tools),
+        verdicts=kept if isinstance(kept, Mapping) else {},
+    )
 
 
 def _call(interaction: Any) -> Call | None:
@@ -139,8 +142,9 @@ def _call(interaction: Any) -> Call | None:
     if harness and asked.schema is not None:
         from pytest_harness._local import route
 
-        if route.offers_tools(asked.schema):  # the embedded model's tool call, as a grammar
-            answer, asked = route.receive(answer), replace(asked, structured=False, schema=None)
+        read_back = route.read_back_recorded(asked.schema, answer)
+        if read_back is not None:  # the embedded model's tool call, made as a grammar
+            answer, asked = read_back, replace(asked, structured=False, schema=None)
     usage = answer.usage if answer.usage.total_tokens else (priced and priced.usage)
     return Call(
         caller="harness" if harness else "application",
@@ -150,7 +154,6 @@ def _call(interaction: Any) -> Call | None:
         text=answer.content or "",
         structured=asked.structured,
         schema=asked.schema,
-        tools=tuple((tool.name, _arguments(tool)) for tool in answer.tool_calls),
         tokens=(usage.prompt_tokens, usage.completion_tokens) if usage else None,
         cost=priced.cost if priced else None,
         latency_s=interactions.latency(interaction),

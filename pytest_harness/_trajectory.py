@@ -803,12 +803,23 @@ def from_interactions(interactions: Sequence[Mapping[str, Any]]) -> TrafficTraje
 
 def _stored_request(number: int, interaction: Mapping[str, Any], found: Recognised) -> ModelRequest:
     from pytest_harness._cassettes.bodies import body_bytes
-    from pytest_harness._cassettes.interactions import latency
+    from pytest_harness._cassettes.interactions import latency, seam
 
     request = interaction["request"]
     uri = str(request.get("uri", ""))
     body = body_bytes(request.get("body"))
+    if seam(interaction) is not None:  # the harness's: the embedded model's tool calls too
+        found = _read_back(found, body)
     return _model_request(number, found, uri, body, replayed=True, latency_s=latency(interaction))
+
+
+def _read_back(found: Recognised, body: bytes | None) -> Recognised:
+    """A reply of the embedded model to tools offered as a grammar, as the seam read it."""
+    from pytest_harness._local import route
+
+    schema = read_request(found.api, body).schema
+    read_back = route.read_back_recorded(schema, found.response) if schema else None
+    return found if read_back is None else dataclasses.replace(found, response=read_back)
 
 
 def _stored_run(interaction: Mapping[str, Any]) -> ToolRun | None:

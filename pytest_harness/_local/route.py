@@ -444,14 +444,16 @@ def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset(called)
 
 
-def offers_tools(schema: Any) -> bool:
-    """Whether a request's schema is one ``offer`` made (its tools as a grammar): its reply
-    is read back (``receive``) as a tool call or an answer."""
+def read_back_recorded(schema: Any, response: ModelResponse) -> ModelResponse | None:
+    """A recorded reply (of the harness's) to a request whose JSON ``schema`` is one
+    ``offer`` made, its tools as a grammar: read back (``receive``) as a tool call or an
+    answer, as the seam read it. None for a reply to any other request."""
     choices = schema.get("anyOf", [schema]) if isinstance(schema, Mapping) else []
-    return any(
+    offered = any(
         isinstance(choice, Mapping) and "tool" in (choice.get("properties") or {})
         for choice in choices
     )
+    return receive(response) if offered else None
 
 
 def _schema(tools: Sequence[Mapping[str, Any]], answer: bool) -> dict[str, Any]:

@@ -232,6 +232,9 @@ def test_an_entry_summarises_its_reasons_then_shows_everything_that_changed() ->
     assert harness.attrs["data-caller"] == "harness"
     fields = harness.find("table", "fields").find_all("tr", "field-change")
     assert [[td.text for td in f.find_all("td")] for f in fields] == [["priority", "high", "low"]]
+    greeting = entries(page)[1]
+    assert greeting.find("p", "outcome-change").text == "outcome: passed, as before"
+    assert greeting.find_all("div", "trajectory-change") == greeting.find_all("h4", "usage") == []
     flip = refund.find("tr", "verdict-flip")
     assert [td.text for td in flip.find_all("td")][1:4] == [
         "Quality#1",
@@ -248,7 +251,7 @@ def test_an_answers_lines_are_aligned_side_by_side_and_the_changed_words_marked(
     kinds = [kind for kind, _, _ in diff_rows(diff)]
     assert kinds == ["changed", "same", "added"]
     first = diff.find("tbody").find("tr")
-    assert [n.text.strip() for n in first.find_all("ins")] == ["3 to"]
+    assert [n.text for n in first.find_all("ins")] == ["3 to"]
     assert first.find_all("del") == []
     assert first.find("td", "old").text == LONG  # the whole line, the same words unmarked
     assert diff_rows(diff)[2] == ("added", "", "Anything else?")
@@ -259,18 +262,25 @@ def test_an_answers_lines_are_aligned_side_by_side_and_the_changed_words_marked(
 
 
 def test_the_side_by_side_diff_pairs_changed_lines_and_marks_words_both_ways() -> None:
-    old = "Hello!\nYour order 41 ships today.\nBye."
-    new = "Hello!\nYour order 42 shipped today.\nBye.\nP.S. thanks"
+    old = "Hello!\nYour order 41 ships today from Paris.\nBye."
+    new = "Hello!\nYour order 42 ships today from Lyon.\nBye.\nP.S. thanks"
     diff = parse(side_by_side(old, new, absent="none in the {} one"))
     assert diff_rows(diff) == [
         ("same", "Hello!", "Hello!"),
-        ("changed", "Your order 41 ships today.", "Your order 42 shipped today."),
+        (
+            "changed",
+            "Your order 41 ships today from Paris.",
+            "Your order 42 ships today from Lyon.",
+        ),
         ("same", "Bye.", "Bye."),
         ("added", "", "P.S. thanks"),
     ]
     changed = diff.find_all("tr", "changed")[0]
-    assert [n.text for n in changed.find_all("del")] == ["41", "ships"]
-    assert [n.text for n in changed.find_all("ins")] == ["42", "shipped"]
+    assert [n.text for n in changed.find_all("del")] == ["41", "Paris"]
+    assert [n.text for n in changed.find_all("ins")] == ["42", "Lyon"]
+    moved = parse(side_by_side("I can help?", "I can help you today?", absent="{}"))
+    assert [n.text for n in moved.find_all("ins")] == ["you today"]  # "help" stayed
+    assert moved.find_all("del") == []
     removed = parse(side_by_side("a\nb", "a", absent="none in the {} one"))
     assert diff_rows(removed) == [("same", "a", "a"), ("removed", "b", "")]
     assert [n.text for n in removed.find_all("del")] == ["b"]
@@ -339,8 +349,10 @@ def test_records_without_their_optional_keys_still_render(absent: str) -> None:
         "usage": {"old": {"tokens": 0}, "new": {"tokens": 5}},
         "outcome": {"new": "failed"},
     }
-    page = parse(render({"changes": [bare, partial]}))
-    refund, triage = entries(page)
+    nothing = {"test": GREETING, "kind": "changed", "reasons": [], "outcome": {"old": None}}
+    page = parse(render({"changes": [bare, partial, nothing]}))
+    refund, triage, greeting = entries(page)
+    assert greeting.find("div", "change-body").children == []
     assert refund.find("div", "change-body").text == "the answer changed"
     assert triage.find("summary").text == f"changed {TRIAGE} "
     one, two = triage.find_all("div", "answer-change")

@@ -32,8 +32,9 @@ Rows = Sequence[Mapping[str, Any]]
 SHOWN = ("regressed", "changed")
 KINDS = (*SHOWN, "same")
 _SUMMARY_WIDTH = 140  # the reasons in an entry's one-line summary, at most
-# A line's words, runs of spaces and runs of punctuation: what a changed line is diffed by.
-_WORDS = re.compile(r"\w+|\s+|[^\w\s]+")
+# What a changed line is diffed by: its words and runs of punctuation, each with the spaces
+# before it, so that a word followed by other words or by punctuation is the same word.
+_WORDS = re.compile(r"\s*\w+|\s*[^\w\s]+|\s+")
 # Two lines share a row when more alike than this (``SequenceMatcher.ratio``), else one is
 # removed and the other added: difflib.Differ's cutoff is .75, for code; prose that was
 # reworded is less alike and still reads best side by side.
@@ -57,7 +58,7 @@ def changes(records: Rows) -> Markup:
 
 
 def regressed(records: Rows) -> bool:
-    """Whether any test regressed (the review then opens the page)."""
+    """Whether any test regressed: the changes then come first on the page."""
     return tally(records)["regressed"] > 0
 
 
@@ -73,7 +74,7 @@ def _change(record: Mapping[str, Any]) -> Markup:
         element("span", clip("; ".join(reasons), _SUMMARY_WIDTH), class_="reasons-short"),
     )
     parts = [
-        element("ul", *(element("li", r) for r in reasons), class_="reasons"),
+        element("ul", *(element("li", r) for r in reasons), class_="reasons") if reasons else "",
         _recorded(record),
         _outcome_change(record.get("outcome")),
         *(_answer(a) for a in record.get("answers") or []),
@@ -104,10 +105,13 @@ def _recorded(record: Mapping[str, Any]) -> Markup:
 
 
 def _outcome_change(change: Mapping[str, Any] | None) -> Markup:
-    """The test's outcome in each recording: ``outcome: passed -> failed``."""
-    if not change:
+    """The test's outcome in each recording: ``outcome: passed -> failed``, or
+    ``outcome: passed, as before``."""
+    old, new = (change or {}).get("old"), (change or {}).get("new")
+    if old is None and new is None:
         return Markup("")
-    old, new = change.get("old"), change.get("new")
+    if old == new:
+        return element("p", "outcome: ", test_outcome(new), ", as before", class_="outcome-change")
     return element(
         "p",
         "outcome: ",
@@ -322,11 +326,16 @@ def _words(old: str, new: str) -> tuple[Markup, Markup]:
             left.append(join([was]))
             right.append(join([now]))
             continue
-        if was:
-            left.append(element("del", was))
-        if now:
-            right.append(element("ins", now))
+        left.append(_marked("del", was))
+        right.append(_marked("ins", now))
     return join(left), join(right)
+
+
+def _marked(tag: str, words: str) -> Markup:
+    """``words`` in ``<tag>``, the spaces before them left out of the mark."""
+    bare = words.lstrip()
+    spaces = words[: len(words) - len(bare)]
+    return join([spaces, element(tag, bare) if bare else ""])
 
 
 def _text(value: Any) -> str | None:

@@ -288,6 +288,15 @@ def test_the_side_by_side_diff_pairs_changed_lines_and_marks_words_both_ways() -
     assert diff_rows(gone) == [("removed", "a", "none in the new one")]
 
 
+def test_a_long_rewritten_text_is_paired_line_by_line_in_order() -> None:
+    """Past 200 pairs of lines to compare, a rewritten block's lines are paired in order."""
+    old = "\n".join(f"line {n} of the old answer" for n in range(30))
+    new = "\n".join(f"row {n} in the new reply" for n in range(35))
+    rows = diff_rows(parse(side_by_side(old, new, absent="{}")))
+    assert [kind for kind, _, _ in rows] == ["changed"] * 30 + ["added"] * 5
+    assert rows[7] == ("changed", "line 7 of the old answer", "row 7 in the new reply")
+
+
 def test_the_tool_calls_are_side_by_side_with_removed_calls_and_new_arguments_marked() -> None:
     page = parse(render(review()))
     trajectory = entries(page)[0].find("div", "trajectory-change")

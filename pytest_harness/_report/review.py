@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
+from itertools import zip_longest
 from typing import Any
 
 from markupsafe import Markup
@@ -39,6 +40,9 @@ _WORDS = re.compile(r"\s*\w+|\s*[^\w\s]+|\s+")
 # removed and the other added: difflib.Differ's cutoff is .75, for code; prose that was
 # reworded is less alike and still reads best side by side.
 _ALIKE = 0.5
+# Comparing each line of a block with each costs (lines x lines) per pair found: past this
+# many pairs, a page of long rewritten answers would take minutes to write.
+_PAIRS = 200
 
 
 def tally(records: Rows) -> dict[str, int]:
@@ -238,7 +242,7 @@ def _usage(usage: Mapping[str, Any] | None) -> Markup:
     return join([element("h4", "usage"), usage_table])
 
 
-def _figure(value: Any, shown: Any) -> str:
+def _figure(value: Any, shown: Callable[[Any], str]) -> str:
     if value is None:
         return ""
     return shown(value) if _number(value) else str(value)
@@ -263,11 +267,12 @@ def side_by_side(old: str | None, new: str | None, *, absent: str, class_: str =
     (its ``{}`` is ``old`` or ``new``)."""
     rows = list(_aligned((old or "").splitlines(), (new or "").splitlines()))
     rows = rows or [(Markup(""), Markup(""), "same")]
-    for side, value in enumerate((old, new)):
-        if value is None:
-            first = list(rows[0][:2])
-            first[side] = element("span", absent.format(("old", "new")[side]), class_="absent")
-            rows[0] = (first[0], first[1], rows[0][2])
+    left, right, kind = rows[0]
+    if old is None:
+        left = element("span", absent.format("old"), class_="absent")
+    if new is None:
+        right = element("span", absent.format("new"), class_="absent")
+    rows[0] = (left, right, kind)
     body = [
         element(
             "tr",
@@ -294,7 +299,11 @@ def _aligned(old: list[str], new: list[str]) -> Iterator[tuple[Markup, Markup, s
 def _paired(old: list[str], new: list[str]) -> Iterator[tuple[Markup, Markup, str]]:
     """The rows of a block of lines that differ: the two most alike lines (as
     ``difflib.Differ`` finds them) share a row, their words diffed, and the lines before and
-    after them are paired the same way; a line alike to none is removed or added."""
+    after them are paired the same way; a line alike to none is removed or added. A block
+    too large to compare each line with each (a text rewritten) is paired in order."""
+    if len(old) * len(new) > _PAIRS:
+        yield from _in_order(old, new)
+        return
     best, pair = _ALIKE, None
     for i, before in enumerate(old):
         for j, after in enumerate(new):
@@ -305,13 +314,24 @@ def _paired(old: list[str], new: list[str]) -> Iterator[tuple[Markup, Markup, st
             if (ratio := matcher.ratio()) > best:
                 best, pair = ratio, (i, j)
     if pair is None:
-        yield from ((element("del", line), Markup(""), "removed") for line in old)
-        yield from ((Markup(""), element("ins", line), "added") for line in new)
+        yield from _in_order(old, [])
+        yield from _in_order([], new)
         return
     i, j = pair
     yield from _paired(old[:i], new[:j])
     yield (*_words(old[i], new[j]), "changed")
     yield from _paired(old[i + 1 :], new[j + 1 :])
+
+
+def _in_order(old: list[str], new: list[str]) -> Iterator[tuple[Markup, Markup, str]]:
+    """The rows of a block of lines that differ, the first old line beside the first new."""
+    for before, after in zip_longest(old, new):
+        if after is None:
+            yield element("del", before), Markup(""), "removed"
+        elif before is None:
+            yield Markup(""), element("ins", after), "added"
+        else:
+            yield (*_words(before, after), "changed")
 
 
 def _words(old: str, new: str) -> tuple[Markup, Markup]:

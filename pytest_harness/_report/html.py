@@ -12,7 +12,6 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pytest_harness import _drift as drift_
 from pytest_harness._report.markup import (
     cells,
     count,
@@ -28,6 +27,7 @@ from pytest_harness._report.markup import (
     verdict,
     vote,
 )
+from pytest_harness._report.review import changes, drift, regressed, tally
 from pytest_harness._report.text import (
     OUTCOME,
     REASON_WIDTH,
@@ -248,48 +248,6 @@ def _sample_outcome(value: Any, sequential: Mapping[str, Any]) -> Markup:
     if more is not None:
         label += f": about {more} more samples would likely decide it"
     return outcome("inconclusive", label)
-
-
-def drift(rows: Rows) -> Markup:
-    """Verdicts that flipped since the previous recording, and the judges whose votes did."""
-    headers = ["test", "tribunal", "verdict", "judges whose votes changed", "cassette"]
-    body = []
-    for r in rows:
-        name = r.get("key") or r.get("tribunal")
-        if r.get("sample") is not None:
-            name = f"{name} (sample {r['sample']})"
-        old, new = r.get("old"), r.get("new")
-        change = join(
-            [
-                outcome(old, old or "new run"),
-                element("span", " -> ", class_="arrow"),
-                outcome(new, new or "gone"),
-            ]
-        )
-        judges = [
-            element(
-                "li",
-                element("b", j.get("judge")),
-                ": ",
-                vote(j.get("old")),
-                " -> ",
-                vote(j.get("new")),
-                _score_change(j),
-                class_="changed-vote",
-                data_judge=j.get("judge"),
-            )
-            for j in r.get("judges") or []
-        ]
-        row = cells(r.get("test"), name, change, element("ul", *judges), r.get("cassette"))
-        hooks = {"test": r.get("test"), "tribunal": r.get("tribunal"), "outcome": new or "gone"}
-        body.append(entry("drift", row, {**hooks, "old": old or "none", "new": new or "none"}))
-    return section("drift", "Verdict drift since the previous recording", table(headers, body))
-
-
-def _score_change(change: Mapping[str, Any]) -> Markup | str:
-    """A judge's score as it moved (``drift.score_change``), or nothing without scores."""
-    said = drift_.score_change(change)
-    return "" if said is None else element("span", f" (score {said})", class_="score-change")
 
 
 def usage(rows: Rows) -> Markup:
@@ -703,6 +661,7 @@ _SECTIONS: tuple[tuple[str, Callable[[Any], Markup]], ...] = (
     ("samples", samples),
     ("datasets", datasets),
     ("calibrations", calibrations),
+    ("changes", changes),
     ("drift", drift),
     ("runs", runs),
     ("app_calls", app_calls),
@@ -753,6 +712,30 @@ tr.panel-score td { font-weight: 600; }
 [hidden] { display: none !important; }
 table.matrix td.matrix-cell { min-width: 16rem; }
 ol.responses { margin: .3rem 0; padding-left: 1.2rem; }
+.change-counts { color: #444; }
+details.change { border: 1px solid #ddd; border-radius: 6px; margin: .4rem 0;
+  padding: .3rem .6rem; }
+details.change[open] { padding-bottom: .7rem; }
+details.change > summary .test { font-weight: 600; margin-right: .4rem; }
+details.change > summary .reasons-short { color: #555; }
+.kind { border-radius: 4px; padding: 0 .35rem; font-weight: 600; margin-right: .3rem; }
+.kind[data-kind=regressed] { background: #fbe0e0; color: #8a1010; }
+.kind[data-kind=changed] { background: #fdf0d2; color: #7a4b00; }
+.change-body h4 { font-size: .95rem; margin: .9rem 0 .3rem; }
+.change-body h4 .caller { color: #666; font-weight: 400; }
+ul.reasons { margin: .4rem 0; padding-left: 1.2rem; }
+.recorded { color: #666; font-size: .9rem; }
+table.diff { width: 100%; table-layout: fixed; }
+table.diff th { width: 50%; }
+table.diff td { white-space: pre-wrap; overflow-wrap: anywhere; }
+table.diff.calls td { font-family: ui-monospace, monospace; font-size: .85rem; }
+table.diff tr.changed td { background: #fffbea; }
+table.diff tr.removed td.old { background: #fdecec; }
+table.diff tr.added td.new { background: #eaf7ec; }
+table.diff del { background: #f8c9c9; color: #6d0b0b; text-decoration: none; }
+table.diff ins { background: #c5ebcc; color: #0b4a17; text-decoration: none; }
+.absent { color: #777; font-style: italic; }
+.growth { font-variant-numeric: tabular-nums; }
 """
 
 _SCRIPT = """
@@ -786,13 +769,22 @@ _TITLE = "pytest-harness report"
 
 def render(data: Mapping[str, Any]) -> str:
     """The report page for the session's records ``data`` (the JSON report's dict)."""
-    sections = [show(data.get(key) or []) for key, show in _SECTIONS if data.get(key)]
-    recorded = any(data.get(key) for key, _ in _SECTIONS if key != "agreement")
-    if not recorded:
+    shown = _shown_sections(data)
+    sections = [show(data[key]) for key, show in shown]
+    if not any(key != "agreement" for key, _ in shown):
         body = join([_header(None), _nothing()])
         return _document(body, script=False)
     body = join([_header(data), _summary(data), *sections])
     return _document(body, script=True)
+
+
+def _shown_sections(data: Mapping[str, Any]) -> list[tuple[str, Callable[[Any], Markup]]]:
+    """The sections that have records, in the page's order; the changes come first when a
+    test regressed: that is where a reviewer looks first."""
+    shown = [(key, show) for key, show in _SECTIONS if data.get(key)]
+    if regressed(data.get("changes") or []):
+        shown.sort(key=lambda section: section[0] != "changes")  # a stable sort
+    return shown
 
 
 def write_html(path: Path, data: Mapping[str, Any]) -> None:
@@ -838,7 +830,7 @@ def _header(data: Mapping[str, Any] | None) -> Markup:
     """The title; with records, links to the sections and the filter and failures-only box."""
     parts = [element("h1", _TITLE)]
     if data is not None:
-        links = [element("a", key, href=f"#{key}") for key, _ in _SECTIONS if data.get(key)]
+        links = [element("a", key, href=f"#{key}") for key, _ in _shown_sections(data)]
         parts.append(element("nav", *links))
         controls = [
             Markup('<input id="filter" type="search" placeholder="filter: words in a row">'),
@@ -872,8 +864,11 @@ def _summary(data: Mapping[str, Any]) -> Markup:
     costs = [u["cost"] for u in usage if u.get("cost") is not None]
     tests = _distinct(data.get("tests") or [])
     app = data.get("app_calls") or []
+    changed = tally(data.get("changes") or [])
     counts = [
         ("conflicts", len(data.get("conflicts") or []), "tests differ between reports", ""),
+        ("regressed", changed["regressed"], "tests regressed", ""),
+        ("changed", changed["changed"], "tests changed", ""),
         ("tests", len(tests), "tests with records", _split(tests, "outcome")),
         ("tribunals", len(tribunals), "tribunal runs", _split(tribunals, "outcome")),
         ("samples", len(samples), "sampled tests", _split(samples, "outcome")),

@@ -394,15 +394,17 @@ def ordered(records: Iterable[R]) -> list[R]:
     return sorted(records, key=lambda r: (KINDS.index(r["kind"]), r["test"]))
 
 
-def counts(records: Iterable[Mapping[str, Any]]) -> str:
-    """``1 regressed · 2 changed (1 new) · 5 same``."""
+def tally(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many records of each kind, a new recording counted apart from the changed:
+    ``{"regressed": 1, "changed": 2, "same": 5, "new": 3}``."""
     records = list(records)
-    kinds = Counter(r["kind"] for r in records)
-    new = sum(bool(r.get("new")) for r in records)
-    said = [f"{kinds[kind]} {kind}" for kind in KINDS]
-    if new:
-        said[1] += f" ({new} new)"
-    return " · ".join(said)
+    kinds = Counter("new" if r.get("new") else r["kind"] for r in records)
+    return {kind: kinds[kind] for kind in (*KINDS, "new")}
+
+
+def counts(records: Iterable[Mapping[str, Any]]) -> str:
+    """``1 regressed · 2 changed · 5 same`` (``· 3 new`` when there are new recordings)."""
+    return " · ".join(f"{n} {kind}" for kind, n in tally(records).items() if n or kind != "new")
 
 
 def changes_table(records: Sequence[Mapping[str, Any]]) -> str:

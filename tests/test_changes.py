@@ -224,7 +224,7 @@ def test_recording_for_the_first_time_counts_new_recordings_only(
     result.assert_outcomes(passed=6)
     records = json.loads((pytester.path / "r.json").read_text())["changes"]
     assert {(r["kind"], r["new"]) for r in records} == {("changed", True)}
-    assert "0 regressed · 6 changed (6 new) · 0 same" in result.stdout.str()
+    assert "0 regressed · 0 changed · 0 same · 6 new" in result.stdout.str()
 
 
 def git(path: Path, *args: str) -> None:

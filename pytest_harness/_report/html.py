@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from pytest_harness._changes import tally
 from pytest_harness._report.markup import (
     cells,
     count,
@@ -27,7 +28,7 @@ from pytest_harness._report.markup import (
     verdict,
     vote,
 )
-from pytest_harness._report.review import changes, drift, regressed, tally
+from pytest_harness._report.review import changes, drift, regressed
 from pytest_harness._report.text import (
     OUTCOME,
     REASON_WIDTH,

@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from pytest_harness import _drift as drift_
+from pytest_harness._changes import counts, tally
 from pytest_harness._report.markup import (
     cells,
     element,
@@ -29,9 +30,9 @@ from pytest_harness._report.text import clip, money, seconds
 
 Rows = Sequence[Mapping[str, Any]]
 
-# The kinds that get an entry, in the page's order; ``same`` is only counted.
+# The kinds that get an entry, in the page's order; ``same`` (and a new recording, with
+# nothing to compare) is only counted.
 SHOWN = ("regressed", "changed")
-KINDS = (*SHOWN, "same")
 _SUMMARY_WIDTH = 140  # the reasons in an entry's one-line summary, at most
 # What a changed line is diffed by: its words and runs of punctuation, each with the spaces
 # before it, so that a word followed by other words or by punctuation is the same word.
@@ -45,20 +46,13 @@ _ALIKE = 0.5
 _PAIRS = 200
 
 
-def tally(records: Rows) -> dict[str, int]:
-    """How many records of each kind: ``{"regressed": 2, "changed": 5, "same": 40}``."""
-    return {kind: sum(r.get("kind") == kind for r in records) for kind in KINDS}
-
-
 def changes(records: Rows) -> Markup:
     """The re-recorded tests: a line counting each kind, then one folded entry per test that
     regressed, then per test that changed; a test that stayed the same is only counted."""
-    counted = tally(records)
-    line = " · ".join(f"{counted[kind]} {kind}" for kind in KINDS)
-    shown = [r for kind in SHOWN for r in records if r.get("kind") == kind]
+    shown = [r for kind in SHOWN for r in records if r.get("kind") == kind and not r.get("new")]
     title = "Changes since the previous recording"
-    counts = element("p", line, class_="change-counts")
-    return section("changes", title, counts, *(_change(r) for r in shown))
+    line = element("p", counts(records), class_="change-counts")
+    return section("changes", title, line, *(_change(r) for r in shown))
 
 
 def regressed(records: Rows) -> bool:
@@ -159,8 +153,8 @@ def _answer(answer: Mapping[str, Any]) -> Markup:
 def _trajectory(trajectory: Mapping[str, Any] | None) -> Markup:
     """The tool calls of each recording side by side, one call a line (an added call, a
     removed one, changed arguments marked), then what changed, said in words."""
-    if not trajectory:
-        return Markup("")
+    if not trajectory or trajectory.get("old") == trajectory.get("new"):
+        return Markup("")  # the same calls: nothing to show
     old = [_call(c) for c in trajectory.get("old") or []]
     new = [_call(c) for c in trajectory.get("new") or []]
     notes = [

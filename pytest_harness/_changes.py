@@ -36,7 +36,8 @@ class Call:
         api: the wire format (``openai.chat``...).
         model: the model that answered, or "".
         system: the system prompt it was sent with (pairs a judge with its counterpart).
-        text: what the model said ("" when it said nothing).
+        content: what the model said ("" when it said nothing).
+        tool_calls: the tool calls it asked for, as ``tool call: name(arguments)``.
         structured: the request asked for a JSON reply.
         schema: the JSON Schema that reply must fit, or None.
         tokens: (prompt, completion) tokens, or None when the reply said none.
@@ -48,7 +49,8 @@ class Call:
     api: str
     model: str
     system: str = field(repr=False)
-    text: str
+    content: str
+    tool_calls: tuple[str, ...] = ()
     structured: bool = False
     schema: dict[str, Any] | None = field(default=None, repr=False)
     tokens: tuple[int, int] | None = None
@@ -56,10 +58,15 @@ class Call:
     latency_s: float | None = None
 
     @property
+    def text(self) -> str:
+        """The answer as a diff shows it: its text, then its tool calls, a line each."""
+        return "\n".join(filter(None, [self.content, *self.tool_calls]))
+
+    @property
     def reply(self) -> Any:
         """The structured reply parsed (``_NOT_JSON`` when it does not parse)."""
         try:
-            return json.loads(self.text)
+            return json.loads(self.content)
         except ValueError:
             return _NOT_JSON
 
@@ -151,13 +158,19 @@ def _call(interaction: Any) -> Call | None:
         api=found.api,
         model=found.model,
         system=asked.system,
-        text=answer.content or "",
+        content=answer.content or "",
+        tool_calls=tuple(map(_said, answer.tool_calls)),
         structured=asked.structured,
         schema=asked.schema,
         tokens=(usage.prompt_tokens, usage.completion_tokens) if usage else None,
         cost=priced.cost if priced else None,
         latency_s=interactions.latency(interaction),
     )
+
+
+def _said(tool: Any) -> str:
+    """A tool call as an answer shows it: ``tool call: name({"q": "refund"})``."""
+    return f"tool call: {tool.name}({tool.raw_arguments})"
 
 
 def _arguments(tool: Any) -> Any:

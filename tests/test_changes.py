@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_harness import _changes as changes
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
@@ -300,3 +302,143 @@ def test_a_new_and_a_removed_recording_are_changes() -> None:
         True,
     )
     assert (gone["kind"], gone["reasons"], gone["removed"]) == ("changed", ["removed"], True)
+
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs/guides/rerecording.md"
+
+
+def guide_blocks() -> tuple[str, str]:
+    """The guide's project file, and the output it shows of the re-recording."""
+    text = GUIDE.read_text(encoding="utf-8")
+    project = text.split('```python title="test_support.py"\n', 1)[1].split("```", 1)[0]
+    shown = text.split("<!-- rerecorded:", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    return project, shown
+
+
+def guide_model(version: int) -> Any:
+    """The guide's scripted model (its docs-model comment) before and after the change."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if body.get("tools"):
+            if version == 1:
+                search = ToolCallSpec(name="search_orders", arguments={"order": "A-1042"})
+                return Reply(content=None, tool_calls=[search])
+            return Reply(content="Your order is on its way.")
+        if body.get("response_format"):
+            urgent = "true" if version == 1 else '"yes"'
+            return Reply(content=f'{{"team": "billing", "urgent": {urgent}}}')
+        return Reply(
+            content="Hello Ada, how can I help?" if version == 1 else "Hi Ada, what can I do?"
+        )
+
+    return reply
+
+
+def test_the_rerecording_guide_shows_what_re_recording_its_project_prints(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, shown = guide_blocks()
+    pytester.makepyfile(test_support=project)
+    pytester.makeini("[pytest]\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "loopback-not-a-secret")
+    runs = []
+    for version in (1, 2):
+        with LoopbackServer(guide_model(version)) as model:
+            monkeypatch.setenv("OPENAI_BASE_URL", model.url)
+            args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live")
+            runs.append(pytester.runpytest_subprocess(*args))
+    runs[1].assert_outcomes(passed=3)
+    printed = runs[1].stdout.str()
+    section = printed[printed.index("=== pytest-harness changes") :]
+    for line in shown.strip().splitlines()[1:]:  # the title's ruler depends on the width
+        assert line in section
+
+
+# Whatever a cassette holds (a hand edit, another tool's file, a provider's odd reply), reading
+# and comparing it never raises, and the record is JSON.
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+TOOL_CALL = st.fixed_dictionaries(
+    {
+        "id": st.text(max_size=4),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["a", "b"]), "arguments": st.text(max_size=12) | st.just("{}")}
+        ),
+    }
+)
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.just("assistant"), "content": st.text(max_size=20) | st.none()},
+    optional={"tool_calls": st.lists(TOOL_CALL, max_size=2)},
+)
+CHOICE = st.fixed_dictionaries(
+    {"index": st.just(0), "message": MESSAGE},
+    optional={"finish_reason": st.sampled_from(["stop", "tool_calls", "length"])},
+)
+USAGE = st.fixed_dictionaries(
+    {"prompt_tokens": st.integers(0, 9), "completion_tokens": st.integers(0, 9)},
+    optional={"total_tokens": st.integers(0, 20)},
+)
+REPLY = st.fixed_dictionaries(
+    {"object": st.just("chat.completion"), "choices": st.lists(CHOICE, min_size=1, max_size=2)},
+    optional={"usage": USAGE | JSON, "model": st.text(max_size=4)},
+)
+SCHEMA = JSON | st.just({"$ref": "#/nowhere"}) | st.just({"type": "string", "pattern": "("})
+FORMAT = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["json_schema", "json_object"]),
+        "json_schema": st.fixed_dictionaries({"schema": SCHEMA}),
+    }
+)
+REQUEST = st.fixed_dictionaries(
+    {"model": JSON, "messages": JSON},
+    optional={"response_format": FORMAT | JSON, "tools": JSON, "text": JSON},
+)
+INTERACTION = (
+    st.fixed_dictionaries(
+        {
+            "request": st.fixed_dictionaries(
+                {
+                    "method": st.just("POST"),
+                    "uri": st.sampled_from(
+                        ["https://api.openai.com/v1/chat/completions", "http://x/mcp"]
+                    ),
+                    "body": st.fixed_dictionaries(
+                        {"json": REQUEST | JSON, "form": st.just("compact")}
+                    ),
+                }
+            ),
+            "response": st.fixed_dictionaries(
+                {
+                    "status": st.fixed_dictionaries({"code": st.sampled_from([200, 500])}),
+                    "headers": st.just({"content-type": ["application/json"]}),
+                    "body": st.fixed_dictionaries(
+                        {"json": REPLY | JSON, "form": st.just("compact")}
+                    ),
+                }
+            ),
+        },
+        optional={"seam": st.text(max_size=4), "price": JSON, "latency_s": JSON},
+    )
+    | JSON
+)
+CASSETTE = st.fixed_dictionaries(
+    {"interactions": st.lists(INTERACTION, max_size=4)}, optional={"metadata": JSON}
+)
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(old=CASSETTE, new=CASSETTE)
+def test_any_cassette_reads_and_compares_without_an_error(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    record = changes.compare(changes.read(old), changes.read(new), test="t", cassette="c.yaml")
+    assert record["kind"] in changes.KINDS
+    json.dumps(record)
+    assert changes.changes_table([record])

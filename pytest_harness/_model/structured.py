@@ -286,13 +286,16 @@ def _model_schema(model: Any, owner: str) -> tuple[str, str]:
 def schema_error(schema: dict[str, Any], value: Any) -> str | None:
     """Where and why ``value`` does not fit ``schema`` (a recorded request's), or None when
     it fits, or when the schema itself cannot be checked (nothing to say of the value)."""
+    import re
+
     import jsonschema
+    import referencing.exceptions
 
     try:
         checker = check_schema(schema, "of the recorded request")
-    except ConfigError:
-        return None
-    problem = jsonschema.exceptions.best_match(checker.iter_errors(value))
+        problem = jsonschema.exceptions.best_match(checker.iter_errors(value))
+    except (ConfigError, referencing.exceptions.Unresolvable, re.error, RecursionError):
+        return None  # a $ref to nowhere, a pattern that is no regex: nothing to say of it
     if problem is None:
         return None
     where = "/".join(str(part) for part in problem.absolute_path)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_harness.errors import ReportError
+from pytest_harness.errors import ConfigError, HarnessError, ReportError
 
 MERGE = """\
 Merge the JSON reports of several pytest runs (CI jobs, shards, machines) into one.
@@ -104,9 +104,9 @@ def _changes_parser(commands: Any) -> None:
         "paths",
         nargs="*",
         type=Path,
-        default=[Path("cassettes")],
         metavar="PATH",
-        help="cassette files or folders (default: cassettes)",
+        help="cassette files or folders (default: the ini file's harness_cassette_dir, else "
+        "cassettes)",
     )
     changes.add_argument(
         "--base", default="HEAD", metavar="GITREF", help="the commit to compare with (HEAD)"
@@ -135,11 +135,11 @@ def changes(args: argparse.Namespace) -> int:
     """Compare the working tree's cassettes with ``args.base``'s; print and gate."""
     from pytest_harness import _changes
     from pytest_harness._pytest_glue.settings import budget_share
-    from pytest_harness.errors import HarnessError
 
     try:
         budget = budget_share("--budget", args.budget)
-        records = _changes.between(args.base, args.paths, budget=budget)
+        paths = args.paths or [cassette_dir(Path.cwd())]
+        records = _changes.between(args.base, paths, budget=budget)
         if args.report is not None:
             _write_changes(args.report, records)
     except HarnessError as error:
@@ -149,6 +149,55 @@ def changes(args: argparse.Namespace) -> int:
     print(_changes.changes_table(records))
     failing = {"regressed"} if args.fail_on == "regressed" else {"regressed", "changed"}
     return 1 if any(record["kind"] in failing for record in records) else 0
+
+
+# pytest's ini files, in the order pytest looks for its configuration, and their section.
+_INI_FILES = (
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", "tool.pytest.ini_options"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+def cassette_dir(folder: Path) -> Path:
+    """The ``harness_cassette_dir`` of the pytest configuration in ``folder`` (the first
+    file that holds one, as pytest picks it), else ``cassettes``."""
+    for name, section in _INI_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        options = _ini_section(path, section)
+        if options is not None:
+            return folder / str(options.get("harness_cassette_dir") or "cassettes")
+    return folder / "cassettes"
+
+
+def _ini_section(path: Path, section: str) -> dict[str, Any] | None:
+    """The options of ``section`` in an ini or TOML file, or None when it has none."""
+    if path.suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pytest installs tomli where tomllib is missing
+            import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+        try:
+            with path.open("rb") as file:
+                data: Any = tomllib.load(file)
+        except (OSError, ValueError) as error:  # TOMLDecodeError is a ValueError
+            raise ConfigError(f"{path} does not read as TOML ({error}): name PATH") from None
+        for key in section.split("."):
+            data = data.get(key) if isinstance(data, dict) else None
+        return data if isinstance(data, dict) else None
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (OSError, UnicodeError, configparser.Error) as error:
+        raise ConfigError(f"{path} does not read as an ini file ({error}): name PATH") from None
+    return dict(parser[section]) if parser.has_section(section) else None
 
 
 def _write_changes(path: Path, records: Sequence[Any]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,6 +43,7 @@ class Call:
         tokens: (prompt, completion) tokens, or None when the reply said none.
         cost: its recorded cost in USD, or None.
         latency_s: its recorded latency, or None.
+        request: the digest its request is matched by (``match_key``), or None.
     """
 
     caller: str
@@ -56,6 +57,7 @@ class Call:
     tokens: tuple[int, int] | None = None
     cost: float | None = None
     latency_s: float | None = None
+    request: str | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
@@ -165,7 +167,12 @@ def _call(interaction: Any) -> Call | None:
         tokens=(usage.prompt_tokens, usage.completion_tokens) if usage else None,
         cost=priced.cost if priced else None,
         latency_s=interactions.latency(interaction),
+        request=_text_or_none(interaction.get("match_key")),
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _said(tool: Any) -> str:
@@ -313,12 +320,18 @@ def _answer(
 
 def pair(old: Sequence[Call], new: Sequence[Call]) -> Iterator[tuple[Call | None, Call | None]]:
     """The calls of two recordings paired, in the new recording's order: first each call
-    with the next unpaired one of the same caller and system prompt (judges answer in any
-    order, each with its own instructions), then the rest of each caller's in order; a
-    call left over is paired with None."""
+    with the next unpaired one that made the same request (the same match key), then with
+    one of the same caller and system prompt (judges answer in any order, each with its own
+    instructions), then the rest of each caller's in order; a call left over is paired with
+    None."""
     taken: set[int] = set()
     pairs: dict[int, int] = {}
-    for keyed in (lambda c: (c.caller, c.api, c.system), lambda c: (c.caller,)):
+    rules: tuple[Callable[[Call], Any], ...] = (
+        lambda c: c.request or id(c),  # a call without a key pairs by the other rules
+        lambda c: (c.caller, c.api, c.system),
+        lambda c: (c.caller,),
+    )
+    for keyed in rules:
         waiting: dict[Any, list[int]] = {}
         for i, call in enumerate(old):
             if i not in taken:
@@ -470,7 +483,14 @@ def between(
 
     here = (cwd or Path.cwd()).resolve()
     top = Path(_git(here, "rev-parse", "--show-toplevel").decode().strip())
-    _git(here, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    try:
+        _git(here, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    except ConfigError:
+        raise ConfigError(
+            f"--base {base} names no commit of this repository: name a branch, a tag or a "
+            "commit (origin/main, HEAD~1); a repository with no commit yet has nothing to "
+            "compare with"
+        ) from None
     before = _at_ref(here, top, base, paths)
     after = _in_tree(here, top, paths)
     if not before and not after:

@@ -170,6 +170,10 @@ def test_a_re_recording_classifies_each_test_with_its_reasons(
     assert tools["reasons"] == [
         "the tool search_web is no longer called",
         "a new tool is called: lookup",
+        "application call 1: the answer changed",
+    ]
+    assert [(a["old"], a["new"]) for a in tools["answers"]] == [
+        ('ok\ntool call: search_web({"q": "refund"})', 'ok\ntool call: lookup({"id": 7})')
     ]
     assert tools["trajectory"]["old"] == [{"name": "search_web", "arguments": {"q": "refund"}}]
     assert tools["trajectory"]["new"] == [{"name": "lookup", "arguments": {"id": 7}}]
@@ -288,7 +292,7 @@ def test_the_changes_command_names_what_it_cannot_compare(tmp_path: Path) -> Non
     git(tmp_path, "init", "-q")
     unknown = cli(tmp_path, "--base", "no-such-ref")
     assert unknown.returncode == 2
-    assert "--base naming a commit" in unknown.stderr
+    assert "--base no-such-ref names no commit of this repository" in unknown.stderr
     assert "Traceback" not in unknown.stderr
 
 
@@ -442,3 +446,81 @@ def test_any_cassette_reads_and_compares_without_an_error(
     assert record["kind"] in changes.KINDS
     json.dumps(record)
     assert changes.changes_table([record])
+
+
+SHARED = """
+import openai
+import pytest
+
+def ask(prompt):
+    with openai.OpenAI(base_url="{url}", api_key="loopback-not-a-secret") as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{{"role": "user", "content": prompt}}]
+        )
+    return reply.choices[0].message.content
+
+@pytest.mark.harness(cassette="shared")
+def test_a():
+    assert ask("a")
+
+@pytest.mark.harness(cassette="shared")
+def test_b():
+    assert ask("b")
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["in-process", "xdist"])
+def test_tests_sharing_a_cassette_are_one_record_naming_them_all(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    answers = {"a": Reply(content="Answer a."), "b": Reply(content="Answer b.")}
+    with LoopbackServer(lambda body: answers[body["messages"][-1]["content"]]) as server:
+        pytester.makepyfile(test_shared=SHARED.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        args = ("-p", "no:cacheprovider", "--harness-live", "--harness-report=r.json")
+        pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+        answers["b"] = Reply(content="Another answer b.")
+        pytester.runpytest_subprocess(*args, *workers).assert_outcomes(passed=2)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["changes"]
+    assert record["cassette"].endswith("cassettes/shared.yaml")
+    assert sorted(record["tests"]) == ["test_shared.py::test_a", "test_shared.py::test_b"]
+    assert record["kind"] == "changed"
+    assert [(a["old"], a["new"]) for a in record["answers"]] == [("Answer b.", "Another answer b.")]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pytest.ini", "[pytest]\nharness_cassette_dir = recorded\n"),
+        ("pyproject.toml", '[tool.pytest.ini_options]\nharness_cassette_dir = "recorded"\n'),
+        ("tox.ini", "[tox]\n[pytest]\nharness_cassette_dir = recorded\n"),
+        ("setup.cfg", "[tool:pytest]\nharness_cassette_dir = recorded\n"),
+    ],
+)
+def test_the_command_reads_the_cassette_folder_from_the_ini_file(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    from pytest_harness.__main__ import cassette_dir
+
+    assert cassette_dir(tmp_path) == tmp_path / "cassettes"
+    (tmp_path / name).write_text(text)
+    assert cassette_dir(tmp_path) == tmp_path / "recorded"
+
+
+def test_the_command_names_a_file_it_cannot_read_and_a_wrong_option(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options\n")
+    broken = cli(tmp_path)
+    assert broken.returncode == 2
+    assert "pyproject.toml does not read as TOML" in broken.stderr
+    (tmp_path / "pyproject.toml").unlink()
+    assert "--base HEAD names no commit of this repository" in cli(tmp_path).stderr
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    budget = cli(tmp_path, "--budget", "a lot", ".")
+    assert budget.returncode == 2
+    assert "--budget expects a share, as a percentage (25%) or a fraction (0.25)" in budget.stderr
+    (tmp_path / "c.yaml").write_text("{not json: [\n")
+    damaged = cli(tmp_path, "c.yaml")
+    assert damaged.returncode == 2
+    assert "c.yaml" in damaged.stderr
+    assert "Traceback" not in damaged.stderr

@@ -283,35 +283,55 @@ def _usage(usage: Mapping[str, Any], budget: float, found: _Findings) -> None:
 
 
 def _answers(old: Sequence[Call], new: Sequence[Call], found: _Findings) -> list[dict[str, Any]]:
-    """Each pair of calls whose answers differ (or a call on one side only)."""
+    """Each pair of calls whose answers differ (or a call on one side only); the reasons
+    say which, one line per caller and kind of change."""
     shown = []
+    moved: dict[tuple[str, str], list[int]] = {}  # (caller, how) -> call numbers
     for number, (before, after) in enumerate(pair(old, new), 1):
-        entry = _answer(number, before, after, found)
-        if entry is not None:
-            shown.append(entry)
+        either = after or before
+        assert either is not None  # pair never yields two Nones
+        how = _how(number, before, after, found)
+        if how is not None:
+            moved.setdefault((either.caller, how), []).append(number)
+            shown.append(_answer(number, before, after))
+    found.changed += [_moved(caller, how, numbers) for (caller, how), numbers in moved.items()]
     return shown
 
 
-def _answer(
-    number: int, before: Call | None, after: Call | None, found: _Findings
-) -> dict[str, Any] | None:
+def _how(number: int, before: Call | None, after: Call | None, found: _Findings) -> str | None:
+    """How a pair of calls differs (``changed``, ``new``, ``gone``), or None; a structured
+    reply that stopped fitting its schema is a regression."""
+    if before is None:
+        return "new"
+    if after is None:
+        return "gone"
+    problem = after.schema_problem()
+    if problem is not None and before.schema_problem() is None:
+        found.regressed.append(
+            f"{after.caller} call {number}: the structured reply no longer fits its schema: "
+            f"{problem}"
+        )
+    return None if before.text == after.text else "changed"
+
+
+def _moved(caller: str, how: str, numbers: Sequence[int]) -> str:
+    """``application call 2: the answer changed``; ``3 harness answers changed (calls 1, 2,
+    4)``; ``harness call 5: a new call``; ``2 application calls no longer made (...)``."""
+    if len(numbers) == 1:
+        said = {"changed": "the answer changed", "new": "a new call", "gone": "no longer made"}
+        return f"{caller} call {numbers[0]}: {said[how]}"
+    many = {"changed": "answers changed", "new": "calls are new", "gone": "calls no longer made"}
+    listed = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+    return f"{len(numbers)} {caller} {many[how]} (calls {listed})"
+
+
+def _answer(number: int, before: Call | None, after: Call | None) -> dict[str, Any]:
     either = after or before
     assert either is not None  # pair never yields two Nones
-    label = f"{either.caller} call {number}"
-    if before is not None and after is not None:
-        problem = after.schema_problem()
-        if problem is not None and before.schema_problem() is None:
-            found.regressed.append(
-                f"{label}: the structured reply no longer fits its schema: {problem}"
-            )
-        if before.text == after.text:
-            return None
-        found.changed.append(f"{label}: the answer changed")
-    else:
-        found.changed.append(f"{label}: {'a new call' if before is None else 'no longer made'}")
+    label = f"{either.caller} call {number} · {either.api}"
     return {
         "caller": either.caller,
-        "label": f"{label} · {either.api}" + (f" · {either.model}" if either.model else ""),
+        "label": label + (f" · {either.model}" if either.model else ""),
         "old": before and before.text,
         "new": after and after.text,
         "fields": _fields(before, after) if before and after and after.structured else [],

@@ -524,3 +524,46 @@ def test_the_command_names_a_file_it_cannot_read_and_a_wrong_option(tmp_path: Pa
     assert damaged.returncode == 2
     assert "c.yaml" in damaged.stderr
     assert "Traceback" not in damaged.stderr
+
+
+def judged(*answers: str, system: str = "You are the judge.") -> changes.Recording:
+    calls = [
+        changes.Call(caller="harness", api="openai.chat", model="m", system=system, content=a)
+        for a in answers
+    ]
+    return changes.Recording(calls=tuple(calls))
+
+
+def test_many_changed_answers_are_one_reason_per_caller_and_kind() -> None:
+    old = judged("yes", "yes", "yes", "no")
+    new = judged("no", "yes", "no", "no", "maybe", "maybe")
+    record = changes.compare(old, new, test="t", cassette="c.yaml")
+    assert record["kind"] == "changed"
+    assert record["reasons"] == [
+        "2 harness answers changed (calls 1, 3)",
+        "2 harness calls are new (calls 5, 6)",
+        "6 model calls, 4 before",
+    ]
+    assert [(a["old"], a["new"]) for a in record["answers"]] == [
+        ("yes", "no"),
+        ("yes", "no"),
+        (None, "maybe"),
+        (None, "maybe"),
+    ]
+
+
+def test_calls_pair_by_their_request_first_then_by_system_prompt_then_in_order() -> None:
+    def call(content: str, system: str, request: str | None) -> changes.Call:
+        return changes.Call(
+            caller="harness",
+            api="openai.chat",
+            model="m",
+            system=system,
+            content=content,
+            request=request,
+        )
+
+    old = [call("a", "A", "k1"), call("b", "B", "k2"), call("c", "C", None)]
+    new = [call("c2", "C", None), call("b", "B", "k2"), call("a", "A", "k1")]
+    pairs = [(o and o.content, n and n.content) for o, n in changes.pair(old, new)]
+    assert pairs == [("c", "c2"), ("b", "b"), ("a", "a")]

@@ -362,9 +362,16 @@ def test_the_rerecording_guide_shows_what_re_recording_its_project_prints(
 # and comparing it never raises, and the record is JSON.
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.just([])
+    | st.just({}),
     lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        st.lists(inner, min_size=1, max_size=3)
+        | st.dictionaries(st.text(max_size=8), inner, min_size=1, max_size=3)
     ),
     max_leaves=12,
 )

@@ -296,6 +296,7 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
         "agreement": [],
         "app_calls": [],
         "calibrations": [],
+        "changes": [],
         "datasets": [],
         "drift": [],
         "matrix": {},

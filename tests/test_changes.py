@@ -574,3 +574,19 @@ def test_calls_pair_by_their_request_first_then_by_system_prompt_then_in_order()
     new = [call("c2", "C", None), call("b", "B", "k2"), call("a", "A", "k1")]
     pairs = [(o and o.content, n and n.content) for o, n in changes.pair(old, new)]
     assert pairs == [("c", "c2"), ("b", "b"), ("a", "a")]
+
+
+def test_the_embedded_models_recorded_tool_calls_read_as_the_seam_read_them() -> None:
+    """The examples' cassettes, recorded on the embedded model: its tool calls are a JSON
+    reply to a grammar, read back as calls (and the answer as text), as the seam read them."""
+    from pytest_harness._cassettes.read import read
+
+    root = Path(__file__).resolve().parent.parent / "cassettes/examples/test_orders"
+    recording = changes.read(read(root / "test_an_order_question_looks_the_order_up.yaml"))
+    assert recording.trajectory == (("lookup_order", {"order_id": "A-1042"}),)
+    asked, answered = recording.calls
+    assert asked.tool_calls == ('tool call: lookup_order({"order_id": "A-1042"})',)
+    assert (asked.content, asked.structured) == ("", False)
+    assert answered.structured
+    assert answered.schema_problem() is None
+    assert changes.compare(recording, recording, test="t", cassette="c")["kind"] == "same"

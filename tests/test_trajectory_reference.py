@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from pytest_harness._cassettes import interactions
 from pytest_harness._cassettes.write import merge_and_write
 from pytest_harness._pytest_glue.fixture import Harness
-from pytest_harness._trajectory import MODES, TrafficCall, TrafficTrajectory, from_interactions
+from pytest_harness._trajectory import TrafficCall, TrafficTrajectory, from_interactions
+from pytest_harness._trajectory_reference import MODES
 from pytest_harness.errors import CassetteError, ConfigError
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec, completion_body
 

@@ -88,6 +88,37 @@ def test_invalid_values_name_the_place_and_the_fix(output: dict[str, Any], fragm
     assert fragment in message
 
 
+@pytest.mark.parametrize(
+    "ref", ["#/$defs/verdict", "#/properties/nope", "https://example.com/verdict.json"]
+)
+def test_a_ref_to_nothing_is_refused_when_declared_not_at_the_first_reply(ref: str) -> None:
+    """jsonschema would raise its own error at the first reply that reaches the $ref."""
+    output = {"type": "object", "properties": {"pass": {"$ref": ref}}}
+    message = declared_error(output)
+    assert message == (
+        f"agent Verdict: its output schema refers to {ref!r} at properties/pass/$ref, which it "
+        'does not hold (no schema is fetched). Define it under "$defs" and refer to it as '
+        '"#/$defs/NAME"'
+    )
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"$defs": {"v": {"type": "boolean"}}, "properties": {"pass": {"$ref": "#/$defs/v"}}},
+        {"properties": {"child": {"$ref": "#"}}},
+        {"properties": {"$ref": {"type": "string"}}},  # a property named $ref
+        {
+            "$defs": {"v": {"$id": "v.json", "$ref": "#/$defs/b", "$defs": {"b": {}}}},
+            "properties": {"pass": {"$ref": "v.json"}},
+        },
+    ],
+    ids=["defs", "root", "a-property-named-ref", "nested-id"],
+)
+def test_refs_the_schema_holds_are_accepted(output: dict[str, Any]) -> None:
+    assert declare(output).output is output
+
+
 def test_an_unknown_dialect_is_a_config_error() -> None:
     """An unknown $schema is refused (not jsonschema's DeprecationWarning and a guess)."""
     message = declared_error({"$schema": "https://example.com/my-schema", "type": "object"})

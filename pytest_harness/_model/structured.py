@@ -409,7 +409,50 @@ def _checker(schema: dict[str, Any], owner: str) -> Any:
     unknown = next(_unknown_keywords(schema, known, ()), None)
     if unknown is not None:
         raise _unknown(unknown[1], unknown[0], known, owner)
+    dangling = _dangling_ref(schema, dialect)
+    if dangling is not None:
+        where, ref = dangling
+        raise ConfigError(
+            f"agent {owner}: its output schema refers to {ref!r} at {'/'.join(where)}, which it "
+            'does not hold (no schema is fetched). Define it under "$defs" and refer to it as '
+            '"#/$defs/NAME"'
+        )
     return dialect(schema)
+
+
+def _dangling_ref(schema: dict[str, Any], dialect: Any) -> tuple[tuple[str, ...], str] | None:
+    """The first ``$ref`` of the schema that resolves to nothing in it (its place and the
+    ref), or None: jsonschema would raise at the first reply that reaches it."""
+    import referencing
+    import referencing.exceptions
+    import referencing.jsonschema
+
+    specification = referencing.jsonschema.specification_with(dialect.META_SCHEMA["$schema"])
+    root = specification.create_resource(schema)
+    base = root.id() or ""
+    resolver = referencing.Registry().with_resource(base, root).crawl().resolver(base)
+    for place, ref in _refs(schema, ()):
+        try:
+            resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            return place, ref
+    return None
+
+
+def _refs(value: Any, place: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Each ``$ref`` in the schema with its place; not below a subschema with an ``$id`` of
+    its own (its refs resolve against it)."""
+    if isinstance(value, Mapping):
+        if place and "$id" in value:
+            return
+        for key, item in value.items():
+            if key == "$ref" and isinstance(item, str):
+                yield (*place, "$ref") if place else ("$ref",), item
+            else:
+                yield from _refs(item, (*place, str(key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _refs(item, (*place, str(index)))
 
 
 def _own_copy(value: Any) -> Any:

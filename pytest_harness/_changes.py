@@ -208,7 +208,7 @@ def compare(
     tests: Sequence[str] = (),
     outcome: Mapping[str, str] | None = None,
     verdicts: Sequence[Mapping[str, Any]] | None = None,
-    budget: float = BUDGET,
+    budget: float | None = BUDGET,
 ) -> dict[str, Any]:
     """The change record of ``test`` (its JSON report entry): its kind, the reasons and
     what differs (answers, trajectory, verdicts, usage).
@@ -220,7 +220,8 @@ def compare(
         outcome: ``{"old": ..., "new": ...}`` when known (while re-recording).
         verdicts: the verdict drift rows (``_drift.compare``); None: computed from the
             recordings' kept verdicts.
-        budget: how much cost or tokens may rise (0.25: a quarter) before it is a regression.
+        budget: how much cost or tokens may rise (0.25: a quarter) before it is a
+            regression; None: not judged (a file that only gains recordings).
     """
     record: dict[str, Any] = {"test": test, "tests": list(tests or [test]), "cassette": cassette}
     if old is None or new is None:
@@ -268,10 +269,12 @@ def _verdicts(rows: Sequence[Mapping[str, Any]], found: _Findings) -> None:
             found.changed.append(f"{row['key']}'s verdict went {row['old']} -> {row['new']}{said}")
 
 
-def _usage(usage: Mapping[str, Any], budget: float, found: _Findings) -> None:
+def _usage(usage: Mapping[str, Any], budget: float | None, found: _Findings) -> None:
     old, new = usage["old"], usage["new"]
     if old["calls"] != new["calls"]:
         found.changed.append(f"{new['calls']} model calls, {old['calls']} before")
+    if budget is None:
+        return
     for name, show in (("tokens", str), ("cost", money)):
         before, after = old[name], new[name]
         if before and after is not None and after > before * (1 + budget):

@@ -590,3 +590,20 @@ def test_the_embedded_models_recorded_tool_calls_read_as_the_seam_read_them() ->
     assert answered.structured
     assert answered.schema_problem() is None
     assert changes.compare(recording, recording, test="t", cassette="c")["kind"] == "same"
+
+
+def test_recording_only_what_is_new_reports_the_calls_it_added(pytester: pytest.Pytester) -> None:
+    """--harness-record=new keeps every recording and adds the requests that have none: the
+    comparison says which calls the file gained."""
+    with LoopbackServer(lambda body: Reply(content="An answer.")) as server:
+        pytester.makepyfile(test_shared=SHARED.format(url=server.url))
+        pytester.makeini("[pytest]\nharness_allow_hosts = 127.0.0.1\n")
+        args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-report=r.json")
+        pytester.runpytest_subprocess(*args, "--harness-live").assert_outcomes(passed=2)
+        test = pytester.path / "test_shared.py"
+        test.write_text(test.read_text().replace('ask("b")', 'ask("b, asked again")'))
+        pytester.runpytest_subprocess(*args, "--harness-record=new").assert_outcomes(passed=2)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["changes"]
+    assert record["kind"] == "changed"
+    assert record["reasons"] == ["application call 3: a new call", "3 model calls, 2 before"]
+    assert [(a["old"], a["new"]) for a in record["answers"]] == [(None, "An answer.")]

@@ -624,7 +624,7 @@ class ItemReports:
             cassette=_shown(slot.path),
             outcome={"old": "passed", "new": "failed" if failed else "passed"},
             verdicts=verdicts,
-            budget=budget,
+            budget=None if slot.mode == "new" else budget,  # the file only gains recordings
         )
         self.item.user_properties.append(changes.junit_property(record))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from pytest_harness._report.text import clip
-from pytest_harness._trajectory_reference import ArgumentsRule, mismatch
+from pytest_harness._trajectory_reference import ArgumentsRule, Called, mismatch
 from pytest_harness._wire import SentResult, read_request
 
 if TYPE_CHECKING:
@@ -26,15 +26,10 @@ Mode: TypeAlias = Literal["strict", "unordered", "subset", "superset"]
 _WIDTH = 60
 
 
-class CallRecord(Protocol):
-    """One tool call of a trajectory, as the assertions and the table read it."""
+class CallRecord(Called, Protocol):
+    """One tool call of a trajectory, as the assertions and the table read it: its
+    ``name``, ``arguments`` and ``raw_arguments`` (``Called``), and what follows."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def arguments(self) -> Mapping[str, Any] | None: ...
-    @property
-    def raw_arguments(self) -> str: ...
     @property
     def result(self) -> str | None: ...
     @property

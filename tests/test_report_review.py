@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 from browser import ARTIFACTS, Browser, Node, needs_chromium, parse
+from test_report_html import ATTACK, BREAKOUT, poisoned
 
 from pytest_harness._report.html import render, write_html
 from pytest_harness._report.review import side_by_side
 
 pytestmark = pytest.mark.harness(cassette=False)
 
-ATTACK = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
-BREAKOUT = '" onmouseover="window.pwned = 3'
 REFUND = "tests/test_bot.py::test_refund"
 GREETING = "tests/test_bot.py::test_greeting"
 TRIAGE = "tests/test_bot.py::test_triage"
@@ -379,17 +378,6 @@ def test_records_without_their_optional_keys_still_render(absent: str) -> None:
         "5",
         "",
     ]
-
-
-def poisoned(value: Any) -> Any:
-    """``value`` with an attribute breakout and a script appended to every string in it."""
-    if isinstance(value, str):
-        return value + BREAKOUT + ATTACK
-    if isinstance(value, list):
-        return [poisoned(v) for v in value]
-    if isinstance(value, dict):
-        return {k: poisoned(v) for k, v in value.items()}
-    return value
 
 
 # The page in a real headless Chromium (skipped, saying how to get it, where it is missing).

@@ -23,8 +23,8 @@ from pytest_harness.errors import ConfigError
 CHANGE_PROPERTY = "harness_change"  # a change record's JUnit property
 BUDGET = 0.25  # harness_change_budget's default: cost or tokens may rise this much
 KINDS = ("regressed", "changed", "same")  # most severe first
-_NOT_JSON = object()
-R = TypeVar("R", bound=Mapping[str, Any])  # a reply that does not parse as JSON
+_NOT_JSON = object()  # a reply that does not parse as JSON
+R = TypeVar("R", bound=Mapping[str, Any])  # a change record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,12 +118,11 @@ class Recording:
         }
 
 
-def read(data: Mapping[str, Any], *, since: int = 0) -> Recording:
-    """The recording a cassette file's data holds (``_cassettes.read.read``); ``since``:
-    leave out its first interactions (those another test recorded)."""
+def read(data: Mapping[str, Any]) -> Recording:
+    """The recording a cassette file's data holds (``_cassettes.read.read``)."""
     from pytest_harness._trajectory import from_interactions
 
-    interactions = [i for i in (data.get("interactions") or [])[since:] if isinstance(i, Mapping)]
+    interactions = [i for i in data.get("interactions") or [] if isinstance(i, Mapping)]
     calls = [c for c in map(_call, interactions) if c is not None]
     tools = [(c.name, _arguments(c)) for c in from_interactions(interactions).tool_calls]
     metadata = data.get("metadata")
@@ -467,8 +466,9 @@ def changes_table(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def by_cassette(records: Sequence[R]) -> list[R]:
-    """One record per cassette: of a cassette several tests recorded into, the record
-    made last (it compares the whole file), naming them all."""
+    """One record per cassette: of a cassette several tests recorded into, the one that
+    compares the most calls (made last: the file grows as a run records into it), naming
+    them all."""
     kept: dict[str, Any] = {}
     for record in records:
         earlier = kept.get(record["cassette"])

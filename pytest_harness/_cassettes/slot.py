@@ -334,6 +334,26 @@ class CassetteSlot:
         self._show(seen, call=kwargs.get(_CALL))
         return answer
 
+    def lookup(self, uri: str, body: bytes) -> tuple[Any, bytes | None]:
+        """An exchange that is not HTTP through this test's cassette (``store``'s ``lookup``):
+        its request, and the body of its recorded answer (played), or None: it runs live now,
+        then ``keep`` it. In replay, one the file does not hold raises ``CassetteMiss``."""
+        self.open()
+        cassette = self._cassette
+        if cassette is None:  # the test is over (a late call from a thread): nothing recorded
+            return None, None
+        request, response = cassette.lookup(uri, body)
+        if response is None:
+            return request, None
+        answer = (response.get("body") or {}).get("string")
+        return request, answer if isinstance(answer, bytes) else b""
+
+    def keep(self, request: Any, answer: bytes) -> None:
+        """Record the answer of an exchange ``lookup`` let run live (``store``'s ``keep``)."""
+        cassette = self._cassette
+        if cassette is not None and request is not None:
+            cassette.keep(request, answer)
+
     def recall(self, fact: str, model: str, ask: Callable[[str], Any]) -> Any:
         """What litellm knows of ``model`` (``fact``, named as litellm's model info names
         it), as this cassette keeps it in its metadata (``{fact: {model: value}}``).

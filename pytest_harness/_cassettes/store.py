@@ -266,6 +266,10 @@ def _request_digest(
     return matching.digest(_request_key(method, uri, body, ignore, blank))
 
 
+# The method of an exchange that is not HTTP (``HarnessCassette.lookup``): its URI's scheme
+# says what it is (``tool:``, ``stdio:``).
+EXCHANGE_METHOD = "POST"
+
 _RECORD_MODES = {"none": RecordMode.NONE, "new": RecordMode.NEW_EPISODES, "all": RecordMode.ALL}
 
 # watcher(request, response, replayed): an interaction the code under test received. The
@@ -496,6 +500,27 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if call is not None:
             self._seam_sent[call] = request  # what a seam call that fails is recorded with
         return False
+
+    def lookup(self, uri: str, body: bytes) -> tuple[Any, dict[str, Any] | None]:
+        """An exchange that is not HTTP (a recorded tool's call, an MCP stdio message: ``uri``
+        names it, ``body`` is the JSON it sends), as vcrpy's stubs play an HTTP request: its
+        request, and its recorded response counted as played, or None when it runs live now
+        (then ``keep`` it). In replay, one the file does not hold raises ``CassetteMiss``."""
+        request = Request(EXCHANGE_METHOD, uri, body, {})
+        if not self.can_play_response_for(request):
+            return request, None
+        response: dict[str, Any] = self.play_response(request)
+        return request, response
+
+    def keep(self, request: Any, answer: bytes) -> None:
+        """Record the exchange ``lookup`` said runs live: ``answer`` is the JSON it got back,
+        stored like a response body (redacted and scanned alike)."""
+        response = {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"content-type": ["application/json"]},
+            "body": {"string": answer},
+        }
+        self.append(request, response)
 
     def failed(self, call: int, failure: interactions.Failure, uri: str) -> None:
         """Record that seam call ``call`` got no reply (``failure``), in its place, with the

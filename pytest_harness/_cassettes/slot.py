@@ -250,6 +250,8 @@ class CassetteSlot:
     _replies: dict[int, tuple[Any, bool, Recognised]] = field(default_factory=dict)
     _live_uri: str | None = None
     _failed: dict[int, int] = field(default_factory=dict)  # seam call by its error's id
+    # What ran live while this test replayed (``ran_live``), in order.
+    live: list[str] = field(default_factory=list)
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -353,6 +355,14 @@ class CassetteSlot:
         cassette = self._cassette
         if cassette is not None and request is not None:
             cassette.keep(request, answer)
+
+    def ran_live(self, what: str) -> None:
+        """Note that ``what`` ran live while this test replayed (an orchestrator tool that
+        is not recorded, a subprocess, a connection refused): the reports list it, so a user
+        sees whether the replay was complete. Nothing is noted while recording."""
+        if self.mode == "none":
+            with self._lock:
+                self.live.append(what)
 
     def recall(self, fact: str, model: str, ask: Callable[[str], Any]) -> Any:
         """What litellm knows of ``model`` (``fact``, named as litellm's model info names

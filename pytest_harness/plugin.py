@@ -135,10 +135,10 @@ def _add_ini_keys(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "harness_mcp_stdio",
-        help="an MCP server over stdio in a test with a cassette (none can record it): error "
-        "(default) or live (runs live, unrecorded)",
+        help="an MCP server over stdio in a test with a cassette: record (default: recorded, "
+        "replayed without the server), error (refused) or live (runs live, unrecorded)",
         type="string",
-        default="error",
+        default="record",
     )
     parser.addini(
         "harness_timeout",
@@ -228,7 +228,7 @@ def add_markers(config: pytest.Config) -> None:
         "(none/new/all), call timeout; run the body `samples` times and pass when at least "
         "`pass_rate` of them pass; with `confidence`, stop as soon as the samples decide at "
         "that confidence (SPRT, indifference `margin`), an undecided test being "
-        "`inconclusive` (fail/xfail/pass); an MCP server over stdio (error/live)",
+        "`inconclusive` (fail/xfail/pass); an MCP server over stdio (record/error/live)",
     )
     config.addinivalue_line(
         "markers",

@@ -5,7 +5,8 @@ served over streamable HTTP on loopback: recorded with ``--harness-live``, then 
 the server stopped, in both of the SDK's protocol modes (the 2026 stateless one, plain JSON;
 the ``initialize`` handshake, with a session header and answers as server-sent events). The
 tool calls are in ``harness.trajectory``: as the executions of the calls a model asked for,
-or as calls of their own. MCP over stdio is refused with a clear error, unless allowed.
+or as calls of their own. MCP over stdio is refused with a clear error when a test says so
+(its recording: ``test_mcp_stdio.py``).
 Unit tests read literal JSON-RPC bodies.
 """
 
@@ -463,7 +464,7 @@ async def echo():
         return (await client.call_tool("echo", {"text": "hi"})).content[0].text
 
 
-@pytest.mark.harness
+@pytest.mark.harness(mcp_stdio="error")
 def test_refused(harness):
     asyncio.run(echo())
 
@@ -484,17 +485,18 @@ def test_mcp_over_stdio_is_refused_naming_the_fix_unless_allowed(
     result.stdout.fnmatch_lines(
         [
             "*UnrecordableTraffic: test_stdio.py::test_refused started the MCP server *"
-            "echo_server.py` over stdio, which no cassette can record*"
-            "@pytest.mark.harness(mcp_stdio='live'), or harness_mcp_stdio = live*",
+            "echo_server.py` over stdio, which this test refuses (mcp_stdio='error'). To "
+            "record its exchanges and replay them without the server: "
+            "@pytest.mark.harness(mcp_stdio='record') (the default)*"
+            "@pytest.mark.harness(mcp_stdio='live'), or harness_mcp_stdio = live.",
         ]
     )
     assert "PATH" not in result.stdout.str()  # the server's environment is not shown
 
-    pytester.makeini("[pytest]\nharness_mcp_stdio = live\n")
-    run(pytester, "--harness-live", "-k", "refused").assert_outcomes(passed=1)
     pytester.makeini("[pytest]\nharness_mcp_stdio = sometimes\n")
     result = run(pytester)
-    assert "harness_mcp_stdio expects one of error, live, got 'sometimes'" in result.stderr.str()
+    expected = "harness_mcp_stdio expects one of record, error, live, got 'sometimes'"
+    assert expected in result.stderr.str()
 
 
 def test_a_wrong_mcp_stdio_marker_argument_names_the_choices(pytester: pytest.Pytester) -> None:
@@ -504,7 +506,7 @@ def test_a_wrong_mcp_stdio_marker_argument_names_the_choices(pytester: pytest.Py
     result = run(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*@pytest.mark.harness(mcp_stdio=...) expects one of error, live*"]
+        ["*@pytest.mark.harness(mcp_stdio=...) expects one of record, error, live*"]
     )
 
 

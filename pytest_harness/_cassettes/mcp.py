@@ -15,10 +15,10 @@ or as server-sent events, the ``Mcp-Session-Id`` header included). Three things 
   and replay alike (``NOT_OFFERED``). The MCP specification lets a server answer so when it
   offers no such stream; clients go on without it. Answers to requests, and the progress
   and log messages sent while a request runs, come on the request's own stream: recorded.
-- ``StdioGuard``: MCP over stdio talks to a subprocess through pipes, not HTTP, so nothing
-  of it can be recorded, and in replay the server would run live. While a cassette is open,
-  starting an MCP stdio client raises ``UnrecordableTraffic`` naming the server's command
-  and the fixes, unless the test allows it (``mcp_stdio="live"``).
+- ``StdioGuard``: MCP over stdio talks to a subprocess through pipes, not HTTP. While a
+  cassette is open, mcp's stdio client starts its server through the latest guard
+  installed: this one raises ``UnrecordableTraffic`` naming the server's command and the
+  fixes (``mcp_stdio="error"``); ``stdio``'s guards record, replay or note it instead.
 
 It imports the standard library and ``_wire``'s readers only; ``mcp`` is patched only when
 the application has imported it.
@@ -37,6 +37,8 @@ from pytest_harness._wire import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire.sse import json_events
 
 SESSION_HEADER = "mcp-session-id"
+STDIO_SCHEME = "stdio:"  # the URI of an exchange with an MCP server over stdio
+_LAST = object()  # the answer to read is the last one
 _PROTOCOL_HEADER = "mcp-protocol-version"
 _STDIO = "mcp.client.stdio"
 _SPAWN = "_create_platform_compatible_process"  # what mcp's stdio_client starts the server with
@@ -90,11 +92,13 @@ def recognise(
 ) -> ToolRun | None:
     """The MCP tool call in one interaction (its response as a cassette file stores it), or None."""
     call = as_dict(loads(decode(request_body))) if method.upper() == "POST" else {}
-    if call.get("jsonrpc") != "2.0" or call.get("method") != "tools/call" or "id" not in call:
+    # Over stdio the request is stored without its id (``stdio``): its answer is the last.
+    asked = call.get("id", _LAST if uri.startswith(STDIO_SCHEME) else None)
+    if call.get("jsonrpc") != "2.0" or call.get("method") != "tools/call" or asked is None:
         return None
     params = as_dict(call.get("params"))
     body = decode(as_dict(response.get("body")).get("string"))
-    answer = _answer(body or "", call["id"])
+    answer = _answer(body or "", asked)
     if answer is None:
         return None
     status = as_dict(response.get("status")).get("code")
@@ -102,7 +106,7 @@ def recognise(
     latency = response.get("latency_s")
     return ToolRun(
         server=uri.partition("?")[0],
-        id=json.dumps(call["id"]),
+        id=json.dumps(answer.get("id")),
         name=as_str(params.get("name")),
         arguments=as_dict(params.get("arguments")),
         result=result,
@@ -118,10 +122,10 @@ def _answer(body: str, request_id: Any) -> dict[str, Any] | None:
     if sent is None:
         sent = [data for _, data in json_events(body)]
     messages = sent if isinstance(sent, list) else [sent]
-    for message in as_dicts(messages):
-        if message.get("id") == request_id and ("result" in message or "error" in message):
-            return message
-    return None
+    answers = [m for m in as_dicts(messages) if "result" in m or "error" in m]
+    if request_id is _LAST:
+        return answers[-1] if answers else None
+    return next((m for m in answers if m.get("id") == request_id), None)
 
 
 def _outcome(answer: dict[str, Any], status: Any) -> tuple[str, str | None]:
@@ -157,8 +161,9 @@ class StdioGuard:
     """Refuses MCP over stdio while a cassette is open (``install`` ... ``remove``).
 
     Cassettes may be open at once in one process and close in any order: mcp's function is
-    patched while any guard is installed, and put back when the last is removed. The error
-    is the latest guard's (the test running now).
+    patched while any guard is installed, and put back when the last is removed. The latest
+    guard (the test running now) starts the server: its ``spawn``, which subclasses
+    override; this one raises the error ``refuse`` builds.
 
     Args:
         refuse: builds the error to raise from the server's command line.
@@ -181,7 +186,7 @@ class StdioGuard:
                 if module is None or original is None:
                     return
                 StdioGuard._module, StdioGuard._original = module, original
-                setattr(module, _SPAWN, _refused)
+                setattr(module, _SPAWN, _spawn)
             self._installed.append(self)
 
     def remove(self) -> None:
@@ -193,8 +198,20 @@ class StdioGuard:
                 setattr(StdioGuard._module, _SPAWN, StdioGuard._original)
                 StdioGuard._module = StdioGuard._original = None
 
+    async def spawn(self, command: str, args: list[str], **options: Any) -> Any:
+        """Start the server ``command args`` (mcp's spawn's ``options``: env, errlog, cwd)."""
+        __tracebackhide__ = True  # its options hold the server's environment
+        raise self.refuse(" ".join([str(command), *map(str, args or ())]))
 
-async def _refused(command: str, args: Any = (), *rest: Any, **options: Any) -> Any:
-    """In place of mcp's stdio spawn: the error of the latest guard installed."""
+    @classmethod
+    def original(cls) -> Any:
+        """mcp's own spawn (while any guard is installed)."""
+        return cls._original
+
+
+async def _spawn(command: str, args: Any = (), *rest: Any, **options: Any) -> Any:
+    """In place of mcp's stdio spawn: the latest guard installed starts the server."""
     __tracebackhide__ = True  # its arguments hold the server's environment
-    raise StdioGuard._installed[-1].refuse(" ".join([str(command), *map(str, args or ())]))
+    names = ("env", "errlog", "cwd")  # mcp's spawn's parameters after ``args``
+    options.update(zip(names, rest, strict=False))
+    return await StdioGuard._installed[-1].spawn(command, list(args or ()), **options)

@@ -25,6 +25,7 @@ import contextlib
 import itertools
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -198,8 +199,9 @@ class CassetteSlot:
         on_response: shown every model response the test's traffic holds; returns its
             defect (a validator reason) or None.
         on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``).
-        mcp_stdio: ``error`` refuses MCP servers over stdio while the cassette is open
-            (``UnrecordableTraffic``); ``live`` lets them run, unrecorded.
+        mcp_stdio: MCP servers over stdio while the cassette is open: ``record`` records
+            and replays them (``stdio``); ``error`` refuses them (``UnrecordableTraffic``);
+            ``live`` lets them run, unrecorded.
         gate: called with the URL of any request about to go to a real server; raises to
             refuse it.
         metadata: written into the cassette with what this test records.
@@ -224,7 +226,7 @@ class CassetteSlot:
     ignore_hosts: tuple[str, ...] = ()
     on_response: Callable[[Seen], str | None] | None = None
     on_tool_run: Callable[[ToolRun], None] | None = None
-    mcp_stdio: str = "error"
+    mcp_stdio: str = "record"
     gate: Callable[[str], None] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     shared: bool = False
@@ -459,12 +461,12 @@ class CassetteSlot:
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
-            if self.mcp_stdio != "live":
-                from pytest_harness._cassettes.mcp import StdioGuard
+            if "mcp.client.stdio" in sys.modules:  # else nothing to patch, nor to import
+                from pytest_harness._cassettes import stdio
 
-                stdio = StdioGuard(self._refuse_stdio)
-                stdio.install()
-                stack.callback(stdio.remove)
+                guard = stdio.guard(self, self.mcp_stdio, self._refuse_stdio)
+                guard.install()
+                stack.callback(guard.remove)
             self._cassette, self._stack = cassette, stack
 
     @property
@@ -545,13 +547,11 @@ class CassetteSlot:
 
     def _refuse_stdio(self, command: str) -> UnrecordableTraffic:
         error = UnrecordableTraffic(
-            f"{self.nodeid} started the MCP server `{command}` over stdio, which no cassette "
-            "can record: its traffic runs through pipes, not HTTP. In replay the server would "
-            "run live, and its tool calls would be missing from harness.trajectory. Serve it "
-            "over streamable HTTP and connect to its URL (MCPServer.streamable_http_app(), or "
-            "run(transport='streamable-http')): the cassette then records and replays its tool "
-            "calls. Or let this test run it live and unrecorded: "
-            "@pytest.mark.harness(mcp_stdio='live'), or harness_mcp_stdio = live in the ini file."
+            f"{self.nodeid} started the MCP server `{command}` over stdio, which this test "
+            "refuses (mcp_stdio='error'). To record its exchanges and replay them without the "
+            "server: @pytest.mark.harness(mcp_stdio='record') (the default), or "
+            "harness_mcp_stdio = record in the ini file. Or let this test run it live and "
+            "unrecorded: @pytest.mark.harness(mcp_stdio='live'), or harness_mcp_stdio = live."
         )
         self.misses.append(error)
         return error

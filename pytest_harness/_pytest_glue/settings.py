@@ -22,8 +22,8 @@ DegenerateMode: TypeAlias = Literal["fail", "warn", "off"]
 DEGENERATE_MODES: tuple[DegenerateMode, ...] = ("fail", "warn", "off")
 CaptureMode: TypeAlias = Literal["harness", "all"]
 CAPTURE_MODES: tuple[CaptureMode, ...] = ("harness", "all")
-McpStdioMode: TypeAlias = Literal["error", "live"]
-MCP_STDIO_MODES: tuple[McpStdioMode, ...] = ("error", "live")
+McpStdioMode: TypeAlias = Literal["record", "error", "live"]
+MCP_STDIO_MODES: tuple[McpStdioMode, ...] = ("record", "error", "live")
 InconclusiveMode: TypeAlias = Literal["fail", "xfail", "pass"]
 INCONCLUSIVE_MODES: tuple[InconclusiveMode, ...] = ("fail", "xfail", "pass")
 PruneAction: TypeAlias = Literal["list", "remove"]
@@ -69,8 +69,9 @@ class Settings:
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
         redact_body_fields: dotted JSON body fields to redact.
-        mcp_stdio: ``error`` refuses an MCP server over stdio while a cassette is open (no
-            cassette can record it); ``live`` lets it run, live and unrecorded.
+        mcp_stdio: an MCP server over stdio while a cassette is open: ``record`` records
+            its exchanges and replays them without the server; ``error`` refuses it;
+            ``live`` lets it run, live and unrecorded.
         prune: ``--harness-prune``: ``list`` or ``remove`` the cassettes no test of a full
             run opened; None (the default) for neither.
         verbose: pytest's verbosity.
@@ -98,7 +99,7 @@ class Settings:
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
     redact_body_fields: tuple[str, ...] = ()
-    mcp_stdio: McpStdioMode = "error"
+    mcp_stdio: McpStdioMode = "record"
     prune: PruneAction | None = None
     verbose: int = 0
 
@@ -148,7 +149,9 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
         redact_body_fields=tuple(ini("harness_redact_body_fields") or ()),
-        mcp_stdio=choice("harness_mcp_stdio", ini("harness_mcp_stdio") or "error", MCP_STDIO_MODES),
+        mcp_stdio=choice(
+            "harness_mcp_stdio", ini("harness_mcp_stdio") or "record", MCP_STDIO_MODES
+        ),
         prune=_prune(getattr(options, "harness_prune", None)),
         verbose=verbose,
     )
@@ -352,7 +355,7 @@ class TestSettings:
     confidence: float | None = None
     margin: float = 0.05
     inconclusive: InconclusiveMode = "fail"
-    mcp_stdio: McpStdioMode = "error"
+    mcp_stdio: McpStdioMode = "record"
 
 
 def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:

@@ -11,7 +11,9 @@ answering any line without raising.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 
 from pytest_harness._cassettes import stdio
 from pytest_harness._cassettes.slot import CassetteSlot
+from pytest_harness._trajectory import from_interactions
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
 pytest_plugins = ["pytester"]
@@ -63,17 +66,17 @@ import asyncio
 import os
 import sys
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from shop import SCRIPT
-
-PARAMS = StdioServerParameters(
-    command=sys.executable, args=[SCRIPT], env={"SHOP_KEY": "sk-never-stored-0123456789"}
-)
 
 
 async def call(calls):
-    async with stdio_client(PARAMS) as (read, write):
+    # Imported once the test runs, after its cassette opened: it is recorded all the same.
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {"SHOP_KEY": "sk-never-stored-0123456789"}
+    params = StdioServerParameters(command=sys.executable, args=[SCRIPT], env=env)
+    async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             results = []
@@ -194,6 +197,12 @@ def test_the_mcp_client_records_then_replays_without_the_server(
     assert "sk-never-stored" not in text
     assert "SHOP_KEY" not in text
 
+    runs = from_interactions(interactions).runs
+    assert [(r.name, r.result, r.ok) for r in runs] == [
+        ("add", "4", True),
+        ("lookup", "Error executing tool lookup: no order X-0", False),
+    ]
+
     monkeypatch.setenv("ADD", "5")
     result = run(shop, "-k", "changed")
     result.assert_outcomes(failed=1)
@@ -206,6 +215,38 @@ def test_the_mcp_client_records_then_replays_without_the_server(
             '{"name": "add", "arguments": {"a": 5, "b": 2}*} was not answered: CassetteMiss*',
         ]
     )
+
+
+def test_error_refuses_the_server_and_live_runs_it_noted_in_replay(
+    shop: pytest.Pytester, tmp_path: Path
+) -> None:
+    shop.makepyfile(test_direct=DIRECT)
+    shop.makeini("[pytest]\nharness_mcp_stdio = error\n")
+    result = run(shop, "--harness-live", "test_direct.py::test_direct")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*UnrecordableTraffic: *shop_server.py` over stdio*"])
+
+    slot = CassetteSlot(path=tmp_path / "c.yaml", mode="none", nodeid="t", run_id="r")
+    slot.mcp_stdio = "live"
+    slot.open()
+    try:
+        assert asyncio.run(add_on(shop.path / "shop_server.py")) == "2"
+    finally:
+        slot.close(keep=False)
+    assert slot.live == ["MCP server over stdio: python shop_server.py"]
+
+
+async def add_on(script: Path) -> str:
+    """1 + 1, by the server ``script`` over stdio."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=[str(script)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        done = await session.call_tool("add", {"a": 1, "b": 1})
+        text: str = done.content[0].text  # type: ignore[union-attr]
+        return text
 
 
 def test_an_openai_agents_sdk_agent_records_then_replays_without_the_server(
@@ -308,3 +349,16 @@ def test_any_line_is_answered_or_dropped_never_raised(tmp_path_factory: Any, lin
         assert message["jsonrpc"] == "2.0"
         assert "result" in message or "error" in message
         json.dumps(message)
+
+
+def test_a_guard_waits_for_mcp_stdio_to_be_imported_and_leaves_nothing_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_harness._cassettes import mcp
+
+    monkeypatch.delitem(sys.modules, "mcp.client.stdio", raising=False)
+    guard = mcp.StdioGuard(RuntimeError)
+    guard.install()
+    assert mcp._PATCHER in sys.meta_path
+    guard.remove()
+    assert mcp._PATCHER not in sys.meta_path

@@ -26,11 +26,14 @@ the application has imported it.
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any, ClassVar
 
 from pytest_harness._wire import as_dict, as_dicts, as_str, decode, loads
@@ -158,36 +161,40 @@ def standing_stream(method: str, headers: Mapping[str, Any]) -> bool:
 
 
 class StdioGuard:
-    """Refuses MCP over stdio while a cassette is open (``install`` ... ``remove``).
+    """Starts MCP servers over stdio as the open cassette says (``install`` ... ``remove``).
 
     Cassettes may be open at once in one process and close in any order: mcp's function is
-    patched while any guard is installed, and put back when the last is removed. The latest
-    guard (the test running now) starts the server: its ``spawn``, which subclasses
-    override; this one raises the error ``refuse`` builds.
+    patched while any guard is installed (once the application imports mcp's stdio client,
+    should it do so later: ``_Patcher``), and put back when the last is removed. The latest
+    guard (the test running now) starts the server: ``error`` raises the error ``refuse``
+    builds; ``record`` and ``live`` are ``stdio``'s.
 
     Args:
         refuse: builds the error to raise from the server's command line.
+        setting: ``harness_mcp_stdio``: ``record``, ``error`` or ``live``.
+        slot: the test's cassette (``slot.CassetteSlot``), for ``record`` and ``live``.
     """
 
     _installed: ClassVar[list[StdioGuard]] = []
     _module: ClassVar[Any] = None
     _original: ClassVar[Any] = None
-    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _lock: ClassVar[threading.RLock] = threading.RLock()
 
-    def __init__(self, refuse: Callable[[str], BaseException]) -> None:
-        self.refuse = refuse
+    def __init__(
+        self, refuse: Callable[[str], BaseException], setting: str = "error", slot: Any = None
+    ) -> None:
+        self.refuse, self.setting, self.slot = refuse, setting, slot
 
     def install(self) -> None:
-        """Patch mcp's stdio client, if the application imported it."""
-        module = sys.modules.get(_STDIO)
+        """Patch mcp's stdio client now, or once the application imports it."""
         with self._lock:
-            if not self._installed:
-                original = getattr(module, _SPAWN, None)
-                if module is None or original is None:
-                    return
-                StdioGuard._module, StdioGuard._original = module, original
-                setattr(module, _SPAWN, _spawn)
             self._installed.append(self)
+            if len(self._installed) == 1:
+                module = sys.modules.get(_STDIO)
+                if module is None:
+                    sys.meta_path.insert(0, _PATCHER)
+                else:
+                    _patch(module)
 
     def remove(self) -> None:
         with self._lock:
@@ -195,18 +202,34 @@ class StdioGuard:
                 return
             self._installed.remove(self)
             if not self._installed:
-                setattr(StdioGuard._module, _SPAWN, StdioGuard._original)
+                if _PATCHER in sys.meta_path:
+                    sys.meta_path.remove(_PATCHER)
+                if StdioGuard._module is not None:
+                    setattr(StdioGuard._module, _SPAWN, StdioGuard._original)
                 StdioGuard._module = StdioGuard._original = None
 
     async def spawn(self, command: str, args: list[str], **options: Any) -> Any:
         """Start the server ``command args`` (mcp's spawn's ``options``: env, errlog, cwd)."""
         __tracebackhide__ = True  # its options hold the server's environment
-        raise self.refuse(" ".join([str(command), *map(str, args or ())]))
+        if self.setting == "error" or self.slot is None:
+            raise self.refuse(" ".join([str(command), *map(str, args or ())]))
+        from pytest_harness._cassettes import stdio
+
+        return await stdio.spawn(self.slot, self.setting, command, args, **options)
 
     @classmethod
     def original(cls) -> Any:
         """mcp's own spawn (while any guard is installed)."""
         return cls._original
+
+
+def _patch(module: ModuleType) -> None:
+    with StdioGuard._lock:
+        original = getattr(module, _SPAWN, None)
+        if original is None or not StdioGuard._installed:
+            return  # another mcp, or every guard was removed while it loaded
+        StdioGuard._module, StdioGuard._original = module, original
+        setattr(module, _SPAWN, _spawn)
 
 
 async def _spawn(command: str, args: Any = (), *rest: Any, **options: Any) -> Any:
@@ -215,3 +238,43 @@ async def _spawn(command: str, args: Any = (), *rest: Any, **options: Any) -> An
     names = ("env", "errlog", "cwd")  # mcp's spawn's parameters after ``args``
     options.update(zip(names, rest, strict=False))
     return await StdioGuard._installed[-1].spawn(command, list(args or ()), **options)
+
+
+class _Patcher(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path`` while guards wait for mcp's stdio client to be imported:
+    finds it with the other finders, and patches it once it has loaded."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != _STDIO:
+            return None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            if finder is self or find_spec is None:
+                continue
+            spec: ModuleSpec | None = find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader)
+                return spec
+        return None
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """mcp's stdio client's own loader, patching the module once it has run."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _patch(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+
+_PATCHER = _Patcher()

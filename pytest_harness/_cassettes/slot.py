@@ -25,7 +25,6 @@ import contextlib
 import itertools
 import os
 import socket
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -461,12 +460,11 @@ class CassetteSlot:
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
-            if "mcp.client.stdio" in sys.modules:  # else nothing to patch, nor to import
-                from pytest_harness._cassettes import stdio
+            from pytest_harness._cassettes.mcp import StdioGuard
 
-                guard = stdio.guard(self, self.mcp_stdio, self._refuse_stdio)
-                guard.install()
-                stack.callback(guard.remove)
+            stdio = StdioGuard(self._refuse_stdio, self.mcp_stdio, self)
+            stdio.install()
+            stack.callback(stdio.remove)
             self._cassette, self._stack = cassette, stack
 
     @property

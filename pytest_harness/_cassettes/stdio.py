@@ -1,14 +1,13 @@
 """MCP over stdio, recorded and replayed (``harness_mcp_stdio``).
 
 mcp's ``stdio_client`` (used directly, by openai-agents and by pydantic-ai) starts its server
-through the spawn ``mcp.StdioGuard`` patches while a cassette is open. ``guard`` gives the
-guard of a test's setting:
+through the spawn ``mcp.StdioGuard`` patches while a cassette is open; ``spawn`` starts it
+as the test's setting says:
 
 - ``record``: recording, the real server runs behind ``_Tapped``, which reads each JSON-RPC
   line both ways; replay starts no process: ``_Replayed`` answers each request from the
   cassette (a miss is answered with a JSON-RPC error, and the test fails with the miss).
 - ``live``: the real server, unrecorded; noted (``ran_live``) when the test replays.
-- ``error``: refused (``mcp.StdioGuard``).
 
 One exchange is one client request and the server's messages up to its response, stored as
 an interaction: method POST, the URI ``server_uri`` makes (``stdio:python server.py``), the
@@ -41,7 +40,7 @@ _PARSE_ERROR, _INVALID_REQUEST, _NOT_REPLAYED = -32700, -32600, -32603
 
 
 class Slot(Protocol):
-    """What the guards use of the test's cassette (``slot.CassetteSlot``)."""
+    """What a test's cassette does for its MCP servers over stdio (``slot.CassetteSlot``)."""
 
     mode: str
 
@@ -52,13 +51,16 @@ class Slot(Protocol):
     def ran_live(self, what: str) -> None: ...
 
 
-def guard(slot: Slot, setting: str, refuse: Callable[[str], BaseException]) -> StdioGuard:
-    """The guard of ``setting`` (``harness_mcp_stdio``) for the test of ``slot``."""
-    if setting == "record":
-        return _Recorder(refuse, slot)
+async def spawn(slot: Slot, setting: str, command: str, args: list[str], **options: Any) -> Any:
+    """The server ``command args`` of the test of ``slot``, as ``setting`` (``record`` or
+    ``live``) says: a process, or what stands for it (mcp's spawn's ``options``)."""
+    uri = server_uri(command, args)
     if setting == "live":
-        return _Live(refuse, slot)
-    return StdioGuard(refuse)
+        slot.ran_live(f"MCP server over stdio: {uri.removeprefix(STDIO_SCHEME)}")
+    elif slot.mode == "none":
+        return _Replayed(_Answerer(slot, uri))
+    process = await StdioGuard.original()(command, args, **options)
+    return process if setting == "live" else _Tapped(process, _Exchanges(slot, uri))
 
 
 def server_uri(command: str, args: Sequence[str]) -> str:
@@ -88,34 +90,6 @@ def matched_body(message: dict[str, Any]) -> bytes:
         rest = {key: value for key, value in params.items() if key != "_meta"}
         body["params"] = {**rest, "_meta": kept} if kept else rest
     return json.dumps(body).encode()
-
-
-class _Recorder(StdioGuard):
-    """``record``: the server runs and is recorded, or is replayed without a process."""
-
-    def __init__(self, refuse: Callable[[str], BaseException], slot: Slot) -> None:
-        super().__init__(refuse)
-        self.slot = slot
-
-    async def spawn(self, command: str, args: list[str], **options: Any) -> Any:
-        uri = server_uri(command, args)
-        if self.slot.mode == "none":
-            return _Replayed(_Answerer(self.slot, uri))
-        process = await StdioGuard.original()(command, args, **options)
-        return _Tapped(process, _Exchanges(self.slot, uri))
-
-
-class _Live(StdioGuard):
-    """``live``: the server runs, unrecorded; noted when the test replays."""
-
-    def __init__(self, refuse: Callable[[str], BaseException], slot: Slot) -> None:
-        super().__init__(refuse)
-        self.slot = slot
-
-    async def spawn(self, command: str, args: list[str], **options: Any) -> Any:
-        server = server_uri(command, args).removeprefix(STDIO_SCHEME)
-        self.slot.ran_live(f"MCP server over stdio: {server}")
-        return await StdioGuard.original()(command, args, **options)
 
 
 class _Lines:

@@ -12,8 +12,10 @@ answering any line without raising.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -287,7 +289,8 @@ def test_the_matched_body_leaves_out_the_id_and_the_progress_token() -> None:
     }
 
 
-def replaying(tmp_path: Path) -> stdio._Answerer:
+@contextlib.contextmanager
+def replaying(tmp_path: Path) -> Iterator[stdio._Answerer]:
     """A replay's answers from a cassette holding one ``tools/call`` of ``add``."""
     call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "add"}}
     recorded = CassetteSlot(path=tmp_path / "c.yaml", mode="all", nodeid="t", run_id="r")
@@ -297,28 +300,31 @@ def replaying(tmp_path: Path) -> stdio._Answerer:
     recorded.keep(request, json.dumps(answer).encode())
     recorded.close(keep=True)
     slot = CassetteSlot(path=tmp_path / "c.yaml", mode="none", nodeid="t", run_id="r")
-    return stdio._Answerer(slot, "stdio:python s.py")
+    try:
+        yield stdio._Answerer(slot, "stdio:python s.py")
+    finally:
+        slot.close(keep=False)
 
 
 def test_replay_answers_with_the_request_id_and_progress_token(tmp_path: Path) -> None:
-    answerer = replaying(tmp_path)
-    call = {"jsonrpc": "2.0", "id": "x-9", "method": "tools/call"}
-    call["params"] = {"name": "add", "_meta": {"progressToken": "p"}}
-    progress, response = answerer.answer(json.dumps(call).encode())
-    assert progress["params"]["progressToken"] == "p"
-    assert response == {"jsonrpc": "2.0", "id": "x-9", "result": {}}
-    assert answerer.answer(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}') == []
+    with replaying(tmp_path) as answerer:
+        call = {"jsonrpc": "2.0", "id": "x-9", "method": "tools/call"}
+        call["params"] = {"name": "add", "_meta": {"progressToken": "p"}}
+        progress, response = answerer.answer(json.dumps(call).encode())
+        assert progress["params"]["progressToken"] == "p"
+        assert response == {"jsonrpc": "2.0", "id": "x-9", "result": {}}
+        assert answerer.answer(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}') == []
 
 
 def test_a_request_not_recorded_is_answered_with_the_miss(tmp_path: Path) -> None:
-    answerer = replaying(tmp_path)
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sub"}}
-    (error,) = answerer.answer(json.dumps(call).encode())
-    text = error["error"]["message"]
-    assert error["id"] == 3
-    assert text.startswith('stdio:python s.py replayed, tools/call {"name": "sub"}')
-    assert "was not answered: CassetteMiss: no recording in" in text
-    assert len(answerer.slot.misses) == 1  # type: ignore[attr-defined]
+    with replaying(tmp_path) as answerer:
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sub"}}
+        (error,) = answerer.answer(json.dumps(call).encode())
+        text = error["error"]["message"]
+        assert error["id"] == 3
+        assert text.startswith('stdio:python s.py replayed, tools/call {"name": "sub"}')
+        assert "was not answered: CassetteMiss: no recording in" in text
+        assert len(answerer.slot.misses) == 1  # type: ignore[attr-defined]
 
 
 json_values = st.recursive(
@@ -344,11 +350,11 @@ lines = (
 
 @given(line=lines)
 def test_any_line_is_answered_or_dropped_never_raised(tmp_path_factory: Any, line: bytes) -> None:
-    answerer = replaying(tmp_path_factory.mktemp("c"))
-    for message in answerer.answer(line):
-        assert message["jsonrpc"] == "2.0"
-        assert "result" in message or "error" in message
-        json.dumps(message)
+    with replaying(tmp_path_factory.mktemp("c")) as answerer:
+        for message in answerer.answer(line):
+            assert message["jsonrpc"] == "2.0"
+            assert "result" in message or "error" in message
+            json.dumps(message)
 
 
 def test_a_guard_waits_for_mcp_stdio_to_be_imported_and_leaves_nothing_behind(

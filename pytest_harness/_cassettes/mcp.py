@@ -30,11 +30,11 @@ import importlib.abc
 import json
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from pytest_harness._wire import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire.sse import json_events
@@ -45,6 +45,8 @@ _LAST = object()  # the answer to read is the last one
 _PROTOCOL_HEADER = "mcp-protocol-version"
 _STDIO = "mcp.client.stdio"
 _SPAWN = "_create_platform_compatible_process"  # what mcp's stdio_client starts the server with
+# start(command, args, **options): a server over stdio, as mcp's spawn starts it.
+Spawn: TypeAlias = Callable[..., Awaitable[Any]]
 NOT_OFFERED: dict[str, Any] = {
     "status": {"code": 405, "message": "Method Not Allowed"},
     "headers": {"content-type": ["text/plain"], "content-length": ["0"]},
@@ -166,13 +168,12 @@ class StdioGuard:
     Cassettes may be open at once in one process and close in any order: mcp's function is
     patched while any guard is installed (once the application imports mcp's stdio client,
     should it do so later: ``_Patcher``), and put back when the last is removed. The latest
-    guard (the test running now) starts the server: ``error`` raises the error ``refuse``
-    builds; ``record`` and ``live`` are ``stdio``'s.
+    guard (the test running now) starts the server.
 
     Args:
         refuse: builds the error to raise from the server's command line.
-        setting: ``harness_mcp_stdio``: ``record``, ``error`` or ``live``.
-        slot: the test's cassette (``slot.CassetteSlot``), for ``record`` and ``live``.
+        start: starts the server in place of mcp's spawn (``stdio.spawn``, with the same
+            arguments); None: the error ``refuse`` builds is raised.
     """
 
     _installed: ClassVar[list[StdioGuard]] = []
@@ -180,10 +181,8 @@ class StdioGuard:
     _original: ClassVar[Any] = None
     _lock: ClassVar[threading.RLock] = threading.RLock()
 
-    def __init__(
-        self, refuse: Callable[[str], BaseException], setting: str = "error", slot: Any = None
-    ) -> None:
-        self.refuse, self.setting, self.slot = refuse, setting, slot
+    def __init__(self, refuse: Callable[[str], BaseException], start: Spawn | None = None) -> None:
+        self.refuse, self.start = refuse, start
 
     def install(self) -> None:
         """Patch mcp's stdio client now, or once the application imports it."""
@@ -211,11 +210,9 @@ class StdioGuard:
     async def spawn(self, command: str, args: list[str], **options: Any) -> Any:
         """Start the server ``command args`` (mcp's spawn's ``options``: env, errlog, cwd)."""
         __tracebackhide__ = True  # its options hold the server's environment
-        if self.setting == "error" or self.slot is None:
+        if self.start is None:
             raise self.refuse(" ".join([str(command), *map(str, args or ())]))
-        from pytest_harness._cassettes import stdio
-
-        return await stdio.spawn(self.slot, self.setting, command, args, **options)
+        return await self.start(command, args, **options)
 
     @classmethod
     def original(cls) -> Any:

@@ -462,7 +462,8 @@ class CassetteSlot:
                 stack.callback(self.guard.uninstall)
             from pytest_harness._cassettes.mcp import StdioGuard
 
-            stdio = StdioGuard(self._refuse_stdio, self.mcp_stdio, self)
+            start = None if self.mcp_stdio == "error" else self._start_stdio
+            stdio = StdioGuard(self._refuse_stdio, start)
             stdio.install()
             stack.callback(stdio.remove)
             self._cassette, self._stack = cassette, stack
@@ -542,6 +543,12 @@ class CassetteSlot:
         run = mcp.recognise(request.method, request.uri, request.body, response, replayed=replayed)
         if run is not None:
             self.on_tool_run(run)
+
+    async def _start_stdio(self, command: str, args: list[str], **options: Any) -> Any:
+        """An MCP server over stdio, recorded, replayed or live as ``mcp_stdio`` says."""
+        from pytest_harness._cassettes import stdio
+
+        return await stdio.spawn(self, self.mcp_stdio, command, args, **options)
 
     def _refuse_stdio(self, command: str) -> UnrecordableTraffic:
         error = UnrecordableTraffic(

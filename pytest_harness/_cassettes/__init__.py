@@ -8,5 +8,6 @@
   a session did with the files, kept outside them).
 - ``matching``: how a request finds its recording, and the account of a miss.
 - ``scrub``: redaction, and the secret scan before any write.
-- ``netguard``: in replay mode, tests run offline. ``mcp``: MCP traffic.
+- ``netguard``: in replay mode, tests run offline. ``mcp``: MCP traffic; ``stdio``: MCP
+  over stdio, recorded and replayed.
 """

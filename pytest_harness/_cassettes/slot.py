@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call, seam_key
+from pytest_harness._cassettes.matching import SEAM_HEADER, host_filter, seam_call, seam_key
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness._pytest_glue import scope
@@ -252,6 +252,7 @@ class CassetteSlot:
     _failed: dict[int, int] = field(default_factory=dict)  # seam call by its error's id
     # What ran live while this test replayed (``ran_live``), in order.
     live: list[str] = field(default_factory=list)
+    _played: list[tuple[int, Mapping[str, Any], bool]] | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -459,6 +460,10 @@ class CassetteSlot:
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
+            if self.mode == "none":
+                from pytest_harness._cassettes.replayed import watch_processes
+
+                stack.callback(watch_processes(self.ran_live))
             if self.mcp_stdio != "live":
                 from pytest_harness._cassettes.mcp import StdioGuard
 
@@ -605,6 +610,7 @@ class CassetteSlot:
             return None
         stack.close()
         if self.mode == "none":
+            self._replayed(cassette)
             return None
         from pytest_harness._cassettes import store
 
@@ -623,6 +629,21 @@ class CassetteSlot:
             metadata=self.metadata,
         )
         return self.path if self._previous is not None else None
+
+    def _replayed(self, cassette: Any) -> None:
+        """Keep which recordings the replay played, and what ran live beside the cassette."""
+        self._played = cassette.played()
+        self.live += [f"request to a host in harness_ignore_hosts: {r}" for r in cassette.passed]
+        if self.guard is not None:
+            ignored = host_filter(self.ignore_hosts)  # allowed too: their requests are listed
+            allowed = [a for a in self.guard.allowed_connections if not ignored(f"http://{a}")]
+            self.live += [f"connection to {a} (harness_allow_hosts)" for a in allowed]
+            self.live += [f"connection blocked: {a}" for a in self.guard.blocked]
+
+    def played(self) -> list[tuple[int, Mapping[str, Any], bool]] | None:
+        """After a replay: each recording of the file replay could play, and whether the
+        test played it (``HarnessCassette.played``); None before ``close`` or when recording."""
+        return self._played
 
     def recordings(self) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
         """After a recording: the file's data before this recording run (None when there

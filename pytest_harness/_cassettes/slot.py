@@ -632,7 +632,9 @@ class CassetteSlot:
 
     def _replayed(self, cassette: Any) -> None:
         """Keep which recordings the replay played, and what ran live beside the cassette."""
-        self._played = cassette.played()
+        played = cassette.played()
+        # A named cassette holds other tests' recordings too: only what this test played.
+        self._played = [(i, stored, used) for i, stored, used in played if used or not self.shared]
         self.live += [f"request to a host in harness_ignore_hosts: {r}" for r in cassette.passed]
         if self.guard is not None:
             ignored = host_filter(self.ignore_hosts)  # allowed too: their requests are listed
@@ -641,9 +643,12 @@ class CassetteSlot:
             self.live += [f"connection blocked: {a}" for a in self.guard.blocked]
 
     def played(self) -> list[tuple[int, Mapping[str, Any], bool]] | None:
-        """After a replay: each recording of the file replay could play, and whether the
-        test played it (``HarnessCassette.played``); None before ``close`` or when recording."""
-        return self._played
+        """After a replay, once: each recording of the file replay could play, and whether
+        the test played it (``HarnessCassette.played``; of a named cassette, only those it
+        played); None before ``close``, when recording, or when asked again (the slot then
+        lets the file's data go)."""
+        played, self._played = self._played, None
+        return played
 
     def recordings(self) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
         """After a recording: the file's data before this recording run (None when there

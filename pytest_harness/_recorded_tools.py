@@ -150,36 +150,14 @@ def recorded(
 
         @functools.wraps(original)
         async def call_async(*args: Any, **kwargs: Any) -> Any:
-            slot = _slot()
-            if slot is None:
-                return await original(*args, **kwargs)
-            request, answer = spec.ask(slot, args, kwargs)
-            if answer is not None:
-                return spec.answer(slot, answer)
-            try:
-                result = await original(*args, **kwargs)
-            except Exception as error:
-                spec.keep_error(slot, request, error)
-                raise
-            return spec.keep(slot, request, result)
+            return await spec.arun(args, kwargs)
 
         wrapper: Callable[..., Any] = call_async
     else:
 
         @functools.wraps(original)
         def call(*args: Any, **kwargs: Any) -> Any:
-            slot = _slot()
-            if slot is None:
-                return original(*args, **kwargs)
-            request, answer = spec.ask(slot, args, kwargs)
-            if answer is not None:
-                return spec.answer(slot, answer)
-            try:
-                result = original(*args, **kwargs)
-            except Exception as error:
-                spec.keep_error(slot, request, error)
-                raise
-            return spec.keep(slot, request, result)
+            return spec.run(args, kwargs)
 
         wrapper = call
     setattr(wrapper, _MARK, spec)
@@ -221,7 +199,40 @@ class _Recorded:
     def uri(self) -> str:
         return SCHEME + quote(self.name, safe=".-_~")
 
-    def ask(self, slot: _Slot, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One call of a sync function: replayed, or run (and recorded when there is a
+        cassette)."""
+        slot = _slot()
+        if slot is None:
+            return self.function(*args, **kwargs)
+        request, answer = self.ask(slot, args, kwargs)
+        if answer is not None:
+            return self.answer(slot, answer)
+        try:
+            result = self.function(*args, **kwargs)
+        except Exception as error:
+            self.keep_error(slot, request, error)
+            raise
+        return self.keep(slot, request, result)
+
+    async def arun(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``run``, for an async function."""
+        slot = _slot()
+        if slot is None:
+            return await self.function(*args, **kwargs)
+        request, answer = self.ask(slot, args, kwargs)
+        if answer is not None:
+            return self.answer(slot, answer)
+        try:
+            result = await self.function(*args, **kwargs)
+        except Exception as error:
+            self.keep_error(slot, request, error)
+            raise
+        return self.keep(slot, request, result)
+
+    def ask(
+        self, slot: _Slot, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Mapping[str, Any] | None]:
         """The call's request, and its recorded answer (decoded JSON) or None: run it now."""
         arguments = self._arguments(slot, args, kwargs)
         body = json.dumps({"arguments": arguments}).encode()
@@ -233,11 +244,11 @@ class _Recorded:
             return request, None
         return request, _loaded(answer, self.name, slot)
 
-    def answer(self, slot: _Slot, answer: Any) -> Any:
+    def answer(self, slot: _Slot, answer: Mapping[str, Any]) -> Any:
         """The recorded result, or the recorded exception raised."""
-        if isinstance(answer, Mapping) and isinstance(answer.get("error"), Mapping):
+        if isinstance(answer.get("error"), Mapping):
             raise _rebuilt(self.name, answer["error"], self.serializer)
-        if not isinstance(answer, Mapping) or "result" not in answer:
+        if "result" not in answer:
             raise _damaged(slot, self.name, "holds neither a result nor an error")
         try:
             return decode(answer["result"], self.serializer)
@@ -296,11 +307,14 @@ class _Recorded:
         return error
 
 
-def _loaded(answer: bytes, name: str, slot: _Slot) -> Any:
+def _loaded(answer: bytes, name: str, slot: _Slot) -> Mapping[str, Any]:
     try:
-        return json.loads(answer)
+        loaded = json.loads(answer)
     except ValueError:
-        raise _damaged(slot, name, "is not JSON") from None
+        loaded = None
+    if not isinstance(loaded, Mapping):
+        raise _damaged(slot, name, "is not a JSON object")
+    return loaded
 
 
 def _damaged(slot: _Slot, name: str, problem: str) -> CassetteError:

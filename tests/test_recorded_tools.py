@@ -613,3 +613,14 @@ def test_refusal_is_unrecordable_traffic_a_harness_stop() -> None:
     with pytest.raises(_recorded_tools._Refused):
         _recorded_tools.encode({1, 2}, "the result")
     assert not issubclass(UnrecordableTraffic, Exception)
+
+
+@pytest.mark.parametrize("answer", [None, "nope", {"neither": 1}, {"result": {"$tuple": 3}}])
+def test_an_edited_answer_is_a_cassette_error_naming_the_tool(cassette: Path, answer: Any) -> None:
+    tool = _recorded_tools.recorded(echo)
+    through(cassette, "all", lambda: tool(1))
+    data = json.loads(cassette.read_text())
+    data["interactions"][0]["response"]["body"] = {"json": answer, "form": "spaced"}
+    cassette.write_text(json.dumps(data))
+    with pytest.raises(CassetteError, match=r"tool echo|tagged \$tuple"):
+        through(cassette, "none", lambda: tool(1))

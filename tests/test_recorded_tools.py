@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 pytestmark = pytest.mark.harness(cassette=False)  # the units open cassettes of their own
 
 ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+# The agent frameworks are installed on Python 3.11 and later only (tests/conftest.py).
+FRAMEWORKS = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="openai-agents and pydantic-ai need Python 3.11"
+)
 
 NOTES = '''
 import dataclasses
@@ -438,6 +443,7 @@ def weather_model(body: dict[str, Any]) -> Reply:
     )
 
 
+@FRAMEWORKS
 def test_an_openai_agents_function_tool_over_a_recorded_function(pytester: pytest.Pytester) -> None:
     with LoopbackServer(weather_model) as server:
         pytester.makeconftest(f"URL = {server.url!r}\n")
@@ -624,3 +630,26 @@ def test_an_edited_answer_is_a_cassette_error_naming_the_tool(cassette: Path, an
     cassette.write_text(json.dumps(data))
     with pytest.raises(CassetteError, match=r"tool echo|tagged \$tuple"):
         through(cassette, "none", lambda: tool(1))
+
+
+async def get_weather(city: str, units: str = "C") -> str:
+    """The weather in a city.
+
+    Args:
+        city: the city.
+    """
+    return "sunny"
+
+
+@FRAMEWORKS
+def test_agent_frameworks_make_the_same_tool_of_the_wrapper() -> None:
+    from agents import function_tool
+    from pydantic_ai import Tool
+
+    wrapped = _recorded_tools.recorded(get_weather)
+    theirs, ours = Tool(get_weather), Tool(wrapped)
+    assert (ours.name, ours.description) == (theirs.name, theirs.description)
+    assert ours.function_schema.json_schema == theirs.function_schema.json_schema
+    theirs_too, ours_too = function_tool(get_weather), function_tool(wrapped)
+    assert (ours_too.name, ours_too.description) == (theirs_too.name, theirs_too.description)
+    assert ours_too.params_json_schema == theirs_too.params_json_schema

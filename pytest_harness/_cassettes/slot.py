@@ -197,7 +197,8 @@ class CassetteSlot:
         ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
         on_response: shown every model response the test's traffic holds; returns its
             defect (a validator reason) or None.
-        on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``).
+        on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``),
+            and every call of a recorded tool (``_recorded_tools``).
         mcp_stdio: ``error`` refuses MCP servers over stdio while the cassette is open
             (``UnrecordableTraffic``); ``live`` lets them run, unrecorded.
         gate: called with the URL of any request about to go to a real server; raises to
@@ -356,6 +357,20 @@ class CassetteSlot:
         cassette = self._cassette
         if cassette is not None and request is not None:
             cassette.keep(request, answer)
+
+    def exchanges(self, uri: str) -> list[tuple[str, bool]]:
+        """The exchanges at ``uri`` (``lookup``'s) the cassette holds, in order: each one's
+        request body as matching compares it (``matching.canonical_body``: ignored and
+        redacted fields left out), and whether it was played (a recorded tool's miss)."""
+        cassette = self._cassette
+        if cassette is None:
+            return []
+        with cassette.playing:
+            return [
+                (cassette.key(request)[-1], cassette.play_counts[index] > 0)
+                for index, (request, _) in enumerate(cassette.data)
+                if request is not None and request.uri == uri
+            ]
 
     def ran_live(self, what: str) -> None:
         """Note that ``what`` ran live while this test replayed (an orchestrator tool that
@@ -545,6 +560,12 @@ class CassetteSlot:
         from pytest_harness._cassettes import mcp
 
         run = mcp.recognise(request.method, request.uri, request.body, response, replayed=replayed)
+        if run is None:  # a recorded tool's call
+            from pytest_harness import _recorded_tools
+
+            run = _recorded_tools.recognise(
+                request.method, request.uri, request.body, response, replayed=replayed
+            )
         if run is not None:
             self.on_tool_run(run)
 

@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pytest_harness import _wire
 from pytest_harness._cassettes import bodies
@@ -56,7 +56,7 @@ def described(interaction: Mapping[str, Any]) -> str:
     parts = urlsplit(uri)
     if parts.scheme == "tool":
         arguments = data.get("arguments", data)
-        return _clip(f"tool {parts.path}({_compact(arguments)})")
+        return _clip(f"tool {unquote(parts.path)}({_compact(arguments)})")
     where = uri.partition("?")[0]
     if _json_rpc(data):
         params = _wire.as_dict(data.get("params"))

@@ -282,8 +282,8 @@ class TrafficCall:
 
     Attributes:
         id: the provider's call id, or None when it gave none (Gemini's calls often have
-            none: their results answer them by name); ``mcp:<JSON-RPC id>`` for a call no
-            model asked for.
+            none: their results answer them by name); ``mcp:<JSON-RPC id>`` for an MCP call no
+            model asked for (None for a recorded tool's: ``harness.recorded``).
         name: the tool's name as the model gave it.
         arguments: the arguments parsed from JSON, or None when they did not parse.
         raw_arguments: the arguments exactly as the model sent them.
@@ -428,8 +428,10 @@ class TrafficTrajectory(Assertions[TrafficCall]):
     @property
     def status(self) -> str:
         shown = f" ({self.narrowed})" if self.narrowed else ""
-        runs = sum(call.run is not None for call in self.tool_calls)
-        on_mcp = f", {runs} MCP tool call(s)" if runs else ""
+        runs = [call.run.server for call in self.tool_calls if call.run is not None]
+        tools = sum(server.startswith("tool:") for server in runs)  # recorded tools'
+        on_mcp = f", {len(runs) - tools} MCP tool call(s)" if len(runs) > tools else ""
+        on_mcp += f", {tools} recorded tool call(s)" if tools else ""
         return f"the application's model traffic{shown}: {len(self.requests)} request(s){on_mcp}"
 
     @property
@@ -570,7 +572,8 @@ def _read_back(found: Recognised, body: bytes | None) -> Recognised:
 
 
 def _stored_run(interaction: Mapping[str, Any]) -> ToolRun | None:
-    """The MCP tool call of a stored interaction, or None (its bodies read as sent)."""
+    """The MCP tool call (or recorded tool's call) of a stored interaction, or None (its
+    bodies read as sent)."""
     from pytest_harness._cassettes import mcp
     from pytest_harness._cassettes.bodies import body_bytes
     from pytest_harness._cassettes.interactions import latency
@@ -579,6 +582,11 @@ def _stored_run(interaction: Mapping[str, Any]) -> ToolRun | None:
     answer = {**response, "body": {"string": body_bytes(response.get("body"))}}
     method, uri = str(request.get("method", "")), str(request.get("uri", ""))
     run = mcp.recognise(method, uri, body_bytes(request.get("body")), answer, replayed=True)
+    if run is None:  # a recorded tool's call
+        from pytest_harness import _recorded_tools
+
+        body = body_bytes(request.get("body"))
+        run = _recorded_tools.recognise(method, uri, body, answer, replayed=True)
     return None if run is None else dataclasses.replace(run, latency_s=latency(interaction))
 
 
@@ -642,7 +650,7 @@ def _executes(run: ToolRun, call: TrafficCall) -> bool:
 
 def _unasked(run: ToolRun) -> TrafficCall:
     return TrafficCall(
-        id=f"mcp:{run.id}",
+        id=f"mcp:{run.id}" if run.id else None,  # a recorded tool's call has none
         name=run.name,
         arguments=run.arguments,
         raw_arguments=json.dumps(run.arguments, default=str),

@@ -24,6 +24,7 @@ The tree (a test checks it against the classes below)::
     ├── SessionStoreError                   a session store is corrupt, locked or not one
     ├── UnknownSession (also LookupError)   no session with that id
     ├── ReplayedFailure                     a model call that failed while recorded, failing again
+    ├── RecordedToolError                   a recorded tool's exception that replay cannot rebuild
     ├── TeamError                           a shared-state team could not finish (its findings kept)
     ├── ScenariosUnavailable                a test's scenarios could not be had
     ├── ReportError                         a JSON report cannot be read or merged
@@ -31,7 +32,8 @@ The tree (a test checks it against the classes below)::
 
     HarnessStop (a BaseException, as pytest.fail's is)  the test cannot go on
     ├── CassetteMiss                        replay found no recording for a request
-    ├── UnrecordableTraffic                 traffic no cassette can hold (MCP over stdio)
+    ├── UnrecordableTraffic                 what no cassette can hold (MCP over stdio, a
+    │                                       recorded tool's value JSON cannot store)
     ├── BudgetExceeded                      the recorded spend passed harness_max_cost
     └── CallAbandoned                       replay of a call its caller abandoned (a deadline)
 
@@ -173,6 +175,21 @@ class ReplayedFailure(HarnessError):
         self.recorded_type = recorded_type
 
 
+class RecordedToolError(HarnessError):
+    """In replay, the exception a recorded tool raised when its cassette was recorded, when
+    its type cannot be imported or made from its message (``describe`` names it by that type).
+
+    Attributes:
+        recorded_type: the type of the exception recorded (``module.qualname``).
+        recorded_message: its message.
+    """
+
+    def __init__(self, message: str, *, recorded_type: str, recorded_message: str) -> None:
+        super().__init__(message)
+        self.recorded_type = recorded_type
+        self.recorded_message = recorded_message
+
+
 class AllAgentsFailed(HarnessError):
     """Every judge of a panel failed, or more than its ``may_fail`` allowance did.
 
@@ -205,7 +222,8 @@ class CallAbandoned(HarnessStop):
 
 
 class UnrecordableTraffic(HarnessStop):
-    """The test started traffic a cassette cannot record (an MCP server over stdio)."""
+    """The test started traffic a cassette cannot record (an MCP server over stdio), or a
+    recorded tool got or returned a value the cassette cannot store."""
 
 
 class BudgetExceeded(HarnessStop):

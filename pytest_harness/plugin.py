@@ -8,6 +8,7 @@ first needed, so loading the plugin imports nothing heavy.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Generator
@@ -192,6 +193,13 @@ def _add_ini_keys(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini(
+        "harness_strict_replay",
+        help="a replayed test that leaves a recording of its cassette unused fails: true or "
+        "false (default)",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
         "harness_match_ignore",
         help="dotted JSON body fields left out of cassette matching, one per line",
         type="linelist",
@@ -223,12 +231,13 @@ def add_markers(config: pytest.Config) -> None:
         "markers",
         "harness(cassette=None, degenerate=None, model=None, record=None, timeout=None, "
         "samples=1, pass_rate=1.0, confidence=None, margin=0.05, inconclusive='fail', "
-        "mcp_stdio=None, judge_model=None): per-test harness settings: cassette name (False: "
-        "none), degenerate policy (fail/warn/off), model, judges' model, record mode "
-        "(none/new/all), call timeout; run the body `samples` times and pass when at least "
-        "`pass_rate` of them pass; with `confidence`, stop as soon as the samples decide at "
-        "that confidence (SPRT, indifference `margin`), an undecided test being "
-        "`inconclusive` (fail/xfail/pass); an MCP server over stdio (record/error/live)",
+        "mcp_stdio=None, judge_model=None, strict_replay=None): per-test harness settings: "
+        "cassette name (False: none), degenerate policy (fail/warn/off), model, judges' "
+        "model, record mode (none/new/all), call timeout; run the body `samples` times and "
+        "pass when at least `pass_rate` of them pass; with `confidence`, stop as soon as the "
+        "samples decide at that confidence (SPRT, indifference `margin`), an undecided test "
+        "being `inconclusive` (fail/xfail/pass); an MCP server over stdio "
+        "(record/error/live); fail on recordings a replay left unused",
     )
     config.addinivalue_line(
         "markers",
@@ -267,6 +276,8 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = workerinput["harness_run_id"] if workerinput else os.urandom(16).hex()
     config.stash[RUN_ID] = run_id
     gates = None if workerinput else DatasetGates()  # the controller sees every case's report
+    if not workerinput:
+        config.pluginmanager.register(ReplayNotes(), "harness-replay-notes")
     if config.option.verbose > 0 or _names_harness_options(config):  # -v shows the tables
         from pytest_harness._pytest_glue import config as _config
 
@@ -315,6 +326,32 @@ class DatasetGates:
             from pytest_harness._datasets.gate import summary
 
             summary(terminalreporter, self.records)
+
+
+class ReplayNotes:
+    """Keeps each replayed test's report row; at the end, when no session report prints
+    them (``_report.session``: recording, ``-v``, ``--harness-report``), prints the tests whose
+    replay left recordings unused or ran something live (``_cassettes.replayed``, imported
+    only then). Every session registers it on its controller, as ``DatasetGates``."""
+
+    def __init__(self) -> None:
+        self.rows: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            for name, value in report.user_properties:
+                if name == "harness_replay":  # replayed.REPLAY_PROPERTY
+                    self.rows.append(str(value))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.rows or terminalreporter.config.pluginmanager.has_plugin("harness-report"):
+            return
+        from pytest_harness._cassettes.replayed import replay_table
+
+        table = replay_table([json.loads(row) for row in self.rows])
+        if table:
+            terminalreporter.write_sep("=", "pytest-harness replay")
+            terminalreporter.write_line(table)
 
 
 @pytest.hookimpl(optionalhook=True)

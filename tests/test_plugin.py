@@ -78,7 +78,7 @@ def test_markers_are_listed(pytester: pytest.Pytester) -> None:
         [
             "@pytest.mark.harness(cassette=None, degenerate=None, model=None, record=None, "
             "timeout=None, samples=1, pass_rate=1.0, confidence=None, margin=0.05, "
-            "inconclusive='fail', mcp_stdio=None, judge_model=None):*",
+            "inconclusive='fail', mcp_stdio=None, judge_model=None, strict_replay=None):*",
             "@pytest.mark.scenarios(team, input, limit=None):*",
         ]
     )

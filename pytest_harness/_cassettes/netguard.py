@@ -28,6 +28,8 @@ class NetworkGuard:
 
     Attributes:
         blocked: ``host:port`` of every refused connection, in order.
+        allowed_connections: ``host:port`` of every connection let through (an allowed
+            host), in order, each once.
     """
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
@@ -36,6 +38,7 @@ class NetworkGuard:
             hosts.update(_LOOPBACK_ALIASES.get(host.lower(), (host.lower(),)))
         self.allowed = frozenset(hosts)
         self.blocked: list[str] = []
+        self.allowed_connections: list[str] = []
 
     def permits(self, host: str) -> bool:
         return "*" in self.allowed or host.lower().strip("[]") in self.allowed
@@ -69,8 +72,13 @@ def _check(sock: socket.socket, address: Any) -> None:
     guard = _active
     if guard is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
         return
-    if isinstance(address, tuple) and not guard.permits(str(address[0])):
+    if not isinstance(address, tuple):
+        return
+    if not guard.permits(str(address[0])):
         raise guard.refuse(address)
+    where = f"{address[0]}:{address[1]}"
+    if where not in guard.allowed_connections:
+        guard.allowed_connections.append(where)
 
 
 def _guarded_connect(self: socket.socket, address: Any) -> None:

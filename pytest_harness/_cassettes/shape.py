@@ -30,6 +30,9 @@ _KINDS = {
     float: "a number",
     bool: "a boolean",
 }
+# The schemes of the exchanges that are not HTTP (``store.HarnessCassette.lookup``), whose URI
+# names what they are: ``tool:<name>`` (a recorded tool's call), ``stdio:...`` (MCP over stdio).
+_EXCHANGES = frozenset({"tool", "stdio"})
 # Python writes integers of up to 4,300 digits (about 14,284 bits); YAML can hold longer ones.
 _INT_BITS = 14_000
 # The fields the harness reads, by where they sit; any other field is free-form.
@@ -254,6 +257,8 @@ def _url(uri: str) -> str | None:
         _ = parts.port  # raises ValueError for a port that is not a number in 0-65535
     except ValueError as error:
         return f"request.uri is not a URL ({error}): {uri!r:.100}"
+    if parts.scheme in _EXCHANGES and (parts.netloc or parts.path):
+        return None
     if not parts.scheme or not parts.netloc:
         return f"request.uri must be an absolute URL, got {uri!r:.100}"
     return None

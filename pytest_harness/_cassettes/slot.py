@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pytest_harness._cassettes.matching import SEAM_HEADER, seam_call, seam_key
+from pytest_harness._cassettes.matching import SEAM_HEADER, host_filter, seam_call, seam_key
 from pytest_harness._cassettes.netguard import NetworkGuard
 from pytest_harness._cassettes.scrub import Redaction, secret_values_from_env
 from pytest_harness._pytest_glue import scope
@@ -197,7 +197,8 @@ class CassetteSlot:
         ignore_hosts: hosts whose traffic passes through, neither recorded nor replayed.
         on_response: shown every model response the test's traffic holds; returns its
             defect (a validator reason) or None.
-        on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``).
+        on_tool_run: shown every MCP tool call the test's traffic holds (``mcp.ToolRun``),
+            and every call of a recorded tool (``_recorded_tools``).
         mcp_stdio: MCP servers over stdio while the cassette is open: ``record`` records
             and replays them (``stdio``); ``error`` refuses them (``UnrecordableTraffic``);
             ``live`` lets them run, unrecorded.
@@ -253,6 +254,7 @@ class CassetteSlot:
     _failed: dict[int, int] = field(default_factory=dict)  # seam call by its error's id
     # What ran live while this test replayed (``ran_live``), in order.
     live: list[str] = field(default_factory=list)
+    _played: list[tuple[int, Mapping[str, Any], bool]] | None = None
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         self.open()
@@ -357,6 +359,20 @@ class CassetteSlot:
         if cassette is not None and request is not None:
             cassette.keep(request, answer)
 
+    def exchanges(self, uri: str) -> list[tuple[str, bool]]:
+        """The exchanges at ``uri`` (``lookup``'s) the cassette holds, in order: each one's
+        request body as matching compares it (``matching.canonical_body``: ignored and
+        redacted fields left out), and whether it was played (a recorded tool's miss)."""
+        cassette = self._cassette
+        if cassette is None:
+            return []
+        with cassette.playing:
+            return [
+                (cassette.key(request)[-1], cassette.play_counts[index] > 0)
+                for index, (request, _) in enumerate(cassette.data)
+                if request is not None and request.uri == uri
+            ]
+
     def ran_live(self, what: str) -> None:
         """Note that ``what`` ran live while this test replayed (an orchestrator tool that
         is not recorded, a subprocess, a connection refused): the reports list it, so a user
@@ -460,6 +476,10 @@ class CassetteSlot:
             if self.guard is not None:
                 self.guard.install()
                 stack.callback(self.guard.uninstall)
+            if self.mode == "none":
+                from pytest_harness._cassettes.replayed import watch_processes
+
+                stack.callback(watch_processes(self.ran_live))
             from pytest_harness._cassettes.mcp import StdioGuard
 
             start = None if self.mcp_stdio == "error" else self._start_stdio
@@ -541,6 +561,12 @@ class CassetteSlot:
         from pytest_harness._cassettes import mcp
 
         run = mcp.recognise(request.method, request.uri, request.body, response, replayed=replayed)
+        if run is None:  # a recorded tool's call
+            from pytest_harness import _recorded_tools
+
+            run = _recorded_tools.recognise(
+                request.method, request.uri, request.body, response, replayed=replayed
+            )
         if run is not None:
             self.on_tool_run(run)
 
@@ -610,6 +636,7 @@ class CassetteSlot:
             return None
         stack.close()
         if self.mode == "none":
+            self._replayed(cassette)
             return None
         from pytest_harness._cassettes import store
 
@@ -628,6 +655,26 @@ class CassetteSlot:
             metadata=self.metadata,
         )
         return self.path if self._previous is not None else None
+
+    def _replayed(self, cassette: Any) -> None:
+        """Keep which recordings the replay played, and what ran live beside the cassette."""
+        played = cassette.played()
+        # A named cassette holds other tests' recordings too: only what this test played.
+        self._played = [(i, stored, used) for i, stored, used in played if used or not self.shared]
+        self.live += [f"request to a host in harness_ignore_hosts: {r}" for r in cassette.passed]
+        if self.guard is not None:
+            ignored = host_filter(self.ignore_hosts)  # allowed too: their requests are listed
+            allowed = [a for a in self.guard.allowed_connections if not ignored(f"http://{a}")]
+            self.live += [f"connection to {a} (harness_allow_hosts)" for a in allowed]
+            self.live += [f"connection blocked: {a}" for a in self.guard.blocked]
+
+    def played(self) -> list[tuple[int, Mapping[str, Any], bool]] | None:
+        """After a replay, once: each recording of the file replay could play, and whether
+        the test played it (``HarnessCassette.played``; of a named cassette, only those it
+        played); None before ``close``, when recording, or when asked again (the slot then
+        lets the file's data go)."""
+        played, self._played = self._played, None
+        return played
 
     def recordings(self) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
         """After a recording: the file's data before this recording run (None when there

@@ -302,6 +302,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     Attributes:
         misses: every ``CassetteMiss`` raised, in order (an SDK may have wrapped them).
+        passed: ``METHOD URL`` of each request to a host whose traffic passes through
+            (``ignore_hosts``), sent live, in order.
         playing: held while a recording is picked and counted as played, by either path
             (the HTTP match, the seam's key): threads asking the same each get their own.
     """
@@ -335,6 +337,8 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         self._sent: dict[int, float] = {}  # when each live request was let through (by id)
         self._damaged: dict[int, CassetteError] = {}  # and those found damaged
         self._seam_sent: dict[int, Any] = {}  # the last request each seam call sent live
+        # The requests to hosts whose traffic passes through (``ignore_hosts``), in order.
+        self.passed: list[str] = []
         self.playing = threading.Lock()
         passes = self._passes = matching.host_filter(ignore_hosts)
         super().__init__(
@@ -474,6 +478,16 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         """
         self.play_counts[index] += 1
 
+    def played(self) -> list[tuple[int, Mapping[str, Any], bool]]:
+        """Each interaction of the loaded file that replay could play (not of a host whose
+        traffic passes through): its index, itself as the file holds it, and whether this
+        test played it."""
+        return [
+            (index, stored, self.play_counts[index] > 0)
+            for index, stored in enumerate(self._stored)
+            if not self._passes(str(stored["request"]["uri"]))
+        ]
+
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if self._passes(request.uri):
             return  # an ignored host: never replayed
@@ -483,6 +497,7 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def can_play_response_for(self, request: Any) -> bool:
         # vcrpy's own would redact the request first: its match key leaves redacted fields out.
         if self._passes(request.uri):
+            self.passed.append(f"{request.method} {request.uri.partition('?')[0]}")
             return False  # an ignored host: the request passes through
         if mcp.standing_stream(request.method, request.headers):
             return True  # answered "not offered" (play_response), in recording too

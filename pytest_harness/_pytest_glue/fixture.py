@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -12,6 +12,7 @@ from pytest_harness.errors import CassetteError, ConfigError
 from pytest_harness.tribunal import Tribunal, Verdict, assert_verdict, get_verdict
 
 if TYPE_CHECKING:
+    from pytest_harness._recorded_tools import Serializer
     from pytest_harness._trajectory import TrafficTrajectory
     from pytest_harness.calibration import Calibration
     from pytest_harness.orchestrator import Orchestrator, Run
@@ -108,6 +109,49 @@ class Harness:
                 f"Record it: run pytest --harness-live on the test {writer}that writes it."
             )
         return from_interactions(read(path).get("interactions") or [])
+
+    def recorded(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        ignore: Iterable[str] = (),
+        serializer: Serializer | None = None,
+    ) -> Callable[..., Any]:
+        """``function`` (sync or async), its calls recorded in this test's cassette and
+        replayed from it: a tool with side effects (a file, a database, an email) runs
+        while recording and never in replay.
+
+            append = harness.recorded(append_line)
+            assert append("notes.txt", "hello") == 1  # runs once, then replays
+            harness.trajectory.assert_called("append_line", {"line": "hello"})
+
+        Recording runs the function and stores its arguments and its result, or the
+        exception it raised (its type and message), beside the test's HTTP traffic, redacted
+        and scanned for secrets as bodies are. Replay returns the recorded result (raises the
+        recorded exception) without calling it; a call whose arguments match no recording
+        of the tool (each used once, in the order recorded) is a ``CassetteMiss`` showing
+        the closest recorded call and a diff of the arguments. Without a cassette
+        (``cassette=False``) the function just runs. The wrapper keeps the function's name,
+        docstring and signature, so agent frameworks can make a tool of it.
+
+        Values JSON cannot hold are stored tagged: tuples, dicts with other keys than text,
+        Enums, pydantic models (``model_dump(mode="json")``, rebuilt by ``model_validate``)
+        and dataclasses (rebuilt by their class), defined at module level; any other is
+        refused while recording with an ``UnrecordableTraffic`` naming the fixes.
+
+        Args:
+            function: the function or callable to record (a bound method too).
+            name: its name in the cassette and the trajectory; default its
+                ``__qualname__`` without the function it was defined in.
+            ignore: argument names left out of the recording and of matching (a client,
+                a connection).
+            serializer: an object with ``dump(value) -> JSON`` and ``load(JSON) -> value``,
+                for values the built-in encoding does not store (used before it).
+        """
+        from pytest_harness._recorded_tools import recorded
+
+        return recorded(function, name=name, ignore=ignore, serializer=serializer)
 
     def orchestrator(self, model: str, tools: Any = (), **options: Any) -> Orchestrator:
         """An ``Orchestrator`` (same arguments) for this test: its requests go through the

@@ -209,6 +209,7 @@ class ItemRun:
         self.matrix: str | None = None
         self.column = 0  # the matrix model's place in --harness-models
         self.change_budget = 0.25  # harness_change_budget
+        self.strict_replay = False  # harness_strict_replay, or the marker's
         self._environ = pytest.MonkeyPatch()  # set and restored by pytest's own helper
 
     @classmethod
@@ -225,6 +226,7 @@ class ItemRun:
         captures = session.capture == "all" or settings_.uses_harness(item)
         run = cls(item, record_failed=session.record_failed, captures=captures)
         run.change_budget = session.change_budget
+        run.strict_replay = test.strict_replay
         run.matrix = matrix
         run.column = session.models.index(matrix) if matrix is not None else 0
         run.watch = TrafficWatch.start(session, test, item.nodeid, run_id)
@@ -417,6 +419,9 @@ class ItemRun:
                 self.reports.report_changes(
                     self.slot, failed=failed, verdicts=flipped, budget=self.change_budget
                 )
+                unused = self.reports.report_replay(self.slot, strict=self.strict_replay)
+                if unused is not None and not failed:
+                    return unused
         except HarnessError as error:
             return describe(error)
         finally:
@@ -627,6 +632,25 @@ class ItemReports:
             budget=None if slot.mode == "new" else budget,  # the file only gains recordings
         )
         self.item.user_properties.append(changes.junit_property(record))
+
+    def report_replay(self, slot: CassetteSlot, *, strict: bool) -> str | None:
+        """After a replay: what it played, left unused and ran live (a report row); returns
+        why the test fails under strict replay (a recording left unused), or None."""
+        played = slot.played()
+        if played is None:
+            return None
+        from pytest_harness._cassettes import replayed
+
+        row = replayed.record(
+            self.item.nodeid,
+            _shown(slot.path),
+            played,
+            slot.live,
+            strict=strict,
+            shared=slot.shared,
+        )
+        self.item.user_properties.append(replayed.junit_property(row))
+        return replayed.unused_problem(row, slot.hint())
 
 
 def _shown(path: Path) -> str:

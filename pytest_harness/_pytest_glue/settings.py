@@ -65,6 +65,7 @@ class Settings:
         max_session_cost: the most the session may spend on live model calls, or None.
         change_budget: how much a re-recording's cost or tokens may rise before the test
             counts as regressed (0.25: by a quarter).
+        strict_replay: a replayed test that leaves a recording of its cassette unused fails.
         match_ignore: dotted JSON body fields left out of request matching.
         redact_headers: extra request headers to redact.
         redact_query: extra query parameters to redact.
@@ -95,6 +96,7 @@ class Settings:
     max_cost: float | None = None
     max_session_cost: float | None = None
     change_budget: float = 0.25
+    strict_replay: bool = False
     match_ignore: tuple[str, ...] = ()
     redact_headers: tuple[str, ...] = ()
     redact_query: tuple[str, ...] = ()
@@ -145,6 +147,7 @@ def resolve(options: Any, ini: Any, rootdir: Path, verbose: int) -> Settings:
         max_cost=max_cost,
         max_session_cost=max_session_cost,
         change_budget=budget_share("harness_change_budget", ini("harness_change_budget")),
+        strict_replay=_flag("harness_strict_replay", ini("harness_strict_replay")),
         match_ignore=tuple(ini("harness_match_ignore") or ()),
         redact_headers=tuple(ini("harness_redact_headers") or ()),
         redact_query=tuple(ini("harness_redact_query") or ()),
@@ -335,6 +338,7 @@ ARGUMENTS = (
     "pass_rate",
     "record",
     "samples",
+    "strict_replay",
     "timeout",
 )
 _SEQUENTIAL = ("confidence", "margin", "inconclusive")  # sequential sampling's arguments
@@ -355,7 +359,17 @@ class TestSettings:
     confidence: float | None = None
     margin: float = 0.05
     inconclusive: InconclusiveMode = "fail"
+    strict_replay: bool = False
     mcp_stdio: McpStdioMode = "record"
+
+
+def _strict_replay(kwargs: dict[str, Any], default: bool) -> bool:
+    value = kwargs.get("strict_replay", default)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"@pytest.mark.harness(strict_replay=...) expects True or False, got {value!r}."
+        )
+    return value
 
 
 def arguments(item: pytest.Item) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -414,6 +428,7 @@ def apply(settings: Settings, kwargs: dict[str, Any], args: tuple[Any, ...]) -> 
         if timeout is None
         else seconds("@pytest.mark.harness(timeout=...)", timeout),
         **_sampling(kwargs),
+        strict_replay=_strict_replay(kwargs, settings.strict_replay),
         mcp_stdio=choice(
             "@pytest.mark.harness(mcp_stdio=...)",
             kwargs.get("mcp_stdio", settings.mcp_stdio),

@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from pytest_harness._changes import tally
+from pytest_harness._report.completeness import replay
 from pytest_harness._report.markup import (
     cells,
     count,
@@ -663,6 +664,7 @@ _SECTIONS: tuple[tuple[str, Callable[[Any], Markup]], ...] = (
     ("datasets", datasets),
     ("calibrations", calibrations),
     ("changes", changes),
+    ("replay", replay),
     ("drift", drift),
     ("runs", runs),
     ("app_calls", app_calls),
@@ -678,6 +680,7 @@ h1 { font-size: 1.3rem; margin: 0 0 .4rem; }
 h2 { font-size: 1.1rem; margin: 2rem 0 .6rem; }
 h3 { font-size: 1rem; margin: 1.2rem 0 .3rem; }
 nav a { margin-right: .8rem; }
+.replay .cassette { display: block; color: #666; font-size: .85rem; }
 .controls { margin-top: .4rem; }
 .controls input[type=search] { width: 22rem; padding: .2rem .4rem; }
 .counts { display: flex; flex-wrap: wrap; gap: .5rem; list-style: none; padding: 0; }
@@ -875,6 +878,7 @@ def _summary(data: Mapping[str, Any]) -> Markup:
         ("samples", len(samples), "sampled tests", _split(samples, "outcome")),
         ("datasets", len(gates), "dataset gates", _split(gates, "outcome")),
         ("calibrations", len(calibrations), "calibrations", _named("flagged", flagged)),
+        ("replay", _incomplete(data.get("replay") or []), "replays not complete", ""),
         ("drift", len(data.get("drift") or []), "verdicts flipped", ""),
         ("runs", len(data.get("runs") or []), "agent runs", ""),
         ("app_calls", sum(r.get("total", 0) for r in app), "application calls", ""),
@@ -895,6 +899,11 @@ def _summary(data: Mapping[str, Any]) -> Markup:
         if number
     ]
     return element("section", element("ul", *items, class_="counts"), id="summary")
+
+
+def _incomplete(replays: Rows) -> int:
+    """How many replayed tests left a recording unused or ran something live."""
+    return sum(1 for r in replays if r.get("unused") or r.get("live"))
 
 
 def _distinct(tests: Rows) -> list[dict[str, Any]]:

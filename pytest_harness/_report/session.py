@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_harness import _changes as changes
 from pytest_harness import _drift as drift
+from pytest_harness._cassettes import replayed
 from pytest_harness._datasets import sampling as samples
 from pytest_harness._pytest_glue import matrix
 from pytest_harness._pytest_glue import watch as spend
@@ -267,6 +268,8 @@ SECTIONS = (
     Section("tribunals", report.RECORD_PROPERTY, "tribunals", tribunals_table),
     Section("drift", drift.DRIFT_PROPERTY, "verdict drift", drift.drift_table, always=True),
     Section("changes", changes.CHANGE_PROPERTY, "changes", changes.changes_table, always=True),
+    # Shown when a replay left recordings unused or ran something live (the table is "").
+    Section("replay", replayed.REPLAY_PROPERTY, "replay", replayed.replay_table, always=True),
     # Shown whenever --harness-models ran a matrix: its cells exist only then.
     Section("matrix", matrix.MATRIX_PROPERTY, "model matrix", matrix.matrix_table, always=True),
 )
@@ -305,9 +308,10 @@ class SessionReport:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for section in SECTIONS:
             rows = self.data[section.key]
-            if rows and (self.tables or section.always):
+            table = section.table(rows) if rows and (self.tables or section.always) else ""
+            if table:
                 terminalreporter.write_sep("=", f"pytest-harness {section.title}")
-                terminalreporter.write_line(section.table(rows))
+                terminalreporter.write_line(table)
         if self.path is not None and any(self.data.values()):
             terminalreporter.write_line(f"harness report written to {self.path}")
 

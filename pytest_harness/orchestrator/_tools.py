@@ -32,6 +32,8 @@ import jsonschema
 from jsonschema import ValidationError
 
 from pytest_harness._aio import in_daemon_thread
+from pytest_harness._recorded_tools import is_recorded, ran_live
+from pytest_harness._recorded_tools import recorded as recorded_tool
 from pytest_harness.errors import ToolArgumentError, quote
 from pytest_harness.orchestrator._schema import (
     converter,
@@ -58,6 +60,10 @@ class Tool:
         function: the function it runs.
         timeout: seconds one call may take; None: the loop's default.
         hints: the Python type of each parameter, to convert the JSON values into.
+        recorded: its calls are recorded in the running test's cassette and replayed from
+            it, the function not called in replay (``harness.recorded``): ``function`` is
+            then wrapped so (its ``__wrapped__`` the function given). True as well when the
+            function given is such a wrapper.
         is_async: whether ``function`` is a coroutine function (worked out, not given).
     """
 
@@ -67,6 +73,7 @@ class Tool:
     function: Callable[..., Any]
     timeout: float | None = None
     hints: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    recorded: bool = False
     is_async: bool = field(init=False)
     _checker: jsonschema.protocols.Validator = field(init=False, repr=False)
     _converter: Any = field(init=False, repr=False)  # pydantic's, made at the first call
@@ -82,6 +89,9 @@ class Tool:
                 f"tool {self.name!r}: timeout must be a positive number of seconds or None, "
                 f"got {self.timeout!r}"
             )
+        if self.recorded or is_recorded(self.function):  # named as the tool, for the trajectory
+            object.__setattr__(self, "function", recorded_tool(self.function, name=self.name))
+            object.__setattr__(self, "recorded", True)
         object.__setattr__(self, "is_async", _is_async(self.function))
         object.__setattr__(self, "_checker", _validator(self.name, self.parameters))
         object.__setattr__(self, "_converter", None)
@@ -124,7 +134,15 @@ class Tool:
         One thread per call, not a pool: a batch of sync tools runs at once rather than in
         waves, and a call that hangs past its timeout never holds the process or the pytest
         session at exit (see ``_aio.in_daemon_thread``); what it returns late is dropped.
+
+        In replay, a tool that is not ``recorded`` is noted as run live (the reports list
+        it), unless it is one of the harness's own (``question``, ``delegate``).
         """
+        if not self.recorded and not _own(self.function):
+            ran_live(
+                f"tool {self.name} (an orchestrator tool, not recorded: "
+                "@tool(recorded=True) replays it)"
+            )
         if self.is_async:
             return await self.function(**arguments)
         call = functools.partial(self.function, **arguments)
@@ -166,6 +184,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    recorded: bool | None = None,
 ) -> Tool: ...
 
 
@@ -176,6 +195,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    recorded: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -185,10 +205,13 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    recorded: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a typed function a ``Tool``: ``@tool``, ``@tool(name=..., timeout=5)`` or ``tool(f)``.
 
-    The decorated name becomes the ``Tool``; ``Tool.function`` is the original function.
+    The decorated name becomes the ``Tool``; ``Tool.function`` is the original function (with
+    ``recorded=True``, the wrapper that records it; a function ``harness.recorded`` wrapped
+    is recorded as well).
 
     Args:
         function: the function (given when used bare or called directly).
@@ -196,6 +219,9 @@ def tool(
         description: what the tool does; default the docstring's summary (the text before
             its first section such as ``Args:``), else "".
         timeout: seconds one call may take; default None, the loop's default.
+        recorded: record its calls in the running test's cassette and replay them: in
+            replay the function is not called (``harness.recorded`` says how); default
+            False (over a ``Tool``: as it was).
 
     Raises:
         TypeError: a parameter has no type hint or a type with no JSON form, or the function
@@ -203,7 +229,7 @@ def tool(
     """
 
     def make(target: Callable[..., Any]) -> Tool:
-        return _make(target, name=name, description=description, timeout=timeout)
+        return _make(target, name=name, description=description, timeout=timeout, recorded=recorded)
 
     return make if function is None else make(function)
 
@@ -239,6 +265,7 @@ def _make(
     name: str | None,
     description: str | None,
     timeout: float | None,
+    recorded: bool | None = None,
 ) -> Tool:
     if isinstance(function, Tool):  # @tool(...) over a Tool: only the overrides change
         return dataclasses.replace(
@@ -246,6 +273,7 @@ def _make(
             name=name or function.name,
             description=function.description if description is None else description,
             timeout=function.timeout if timeout is None else timeout,
+            recorded=function.recorded if recorded is None else recorded,
         )
     if not callable(function):
         raise TypeError(f"@tool decorates a function, got {function!r}")
@@ -259,7 +287,14 @@ def _make(
         function=function,
         timeout=timeout,
         hints=hints,
+        recorded=bool(recorded),
     )
+
+
+def _own(function: Callable[..., Any]) -> bool:
+    """Whether the tool is one of the harness's own (``question``, ``delegate``): it runs the
+    test's callback or a child run, whose model calls replay on their own."""
+    return str(getattr(function, "__module__", "")).startswith(__package__ or "-")
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

@@ -63,6 +63,7 @@ GUIDES = {
     "orchestrator": "Agents and the orchestrator",
     "agents": "Agents on any framework",
     "mcp": "MCP tools",
+    "replay-tools": "Tools and MCP servers in replay",
     "teams": "Teams and scenarios",
     "simulated-users": "Simulated users",
     "property-tests": "Property tests",

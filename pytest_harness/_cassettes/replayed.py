@@ -22,7 +22,9 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -199,6 +201,8 @@ def _clip(text: str) -> str:
 # listener (the test replaying now).
 _EVENTS = frozenset({"subprocess.Popen", "os.system", "os.spawn"})
 _listeners: list[Callable[[str], None]] = []
+# Set while a start that its starter notes itself runs (an MCP server over stdio, ``live``).
+_noted_elsewhere: ContextVar[bool] = ContextVar("harness_noted_elsewhere", default=False)
 _lock = threading.Lock()
 _hooked = False
 
@@ -222,8 +226,19 @@ def watch_processes(note: Callable[[str], None]) -> Callable[[], None]:
     return stop
 
 
+@contextmanager
+def noted_elsewhere() -> Iterator[None]:
+    """The processes started in the block (in this thread or task) are not noted: their
+    starter notes them, better named (an MCP server over stdio run live)."""
+    token = _noted_elsewhere.set(True)
+    try:
+        yield
+    finally:
+        _noted_elsewhere.reset(token)
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event not in _EVENTS or not _listeners:
+    if event not in _EVENTS or not _listeners or _noted_elsewhere.get():
         return
     try:  # an audit hook that raises would stop the process from starting
         if _asked_by_platform(inspect.currentframe()):

@@ -30,6 +30,7 @@ import anyio
 from anyio.abc import Process
 
 from pytest_harness._cassettes.mcp import STDIO_SCHEME, StdioGuard
+from pytest_harness._cassettes.replayed import noted_elsewhere
 from pytest_harness._wire import as_dict, as_dicts, loads
 from pytest_harness.errors import HarnessError, HarnessStop
 
@@ -57,10 +58,12 @@ async def spawn(slot: Slot, setting: str, command: str, args: list[str], **optio
     uri = server_uri(command, args)
     if setting == "live":
         slot.ran_live(f"MCP server over stdio: {uri.removeprefix(STDIO_SCHEME)}")
-    elif slot.mode == "none":
+        with noted_elsewhere():  # noted above: not again as a mere subprocess
+            return await StdioGuard.original()(command, args, **options)
+    if slot.mode == "none":
         return _Replayed(_Answerer(slot, uri))
     process = await StdioGuard.original()(command, args, **options)
-    return process if setting == "live" else _Tapped(process, _Exchanges(slot, uri))
+    return _Tapped(process, _Exchanges(slot, uri))
 
 
 def server_uri(command: str, args: Sequence[str]) -> str:

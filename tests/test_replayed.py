@@ -124,6 +124,10 @@ def test_unused_recordings_are_reported_and_fail_only_a_strict_test(
     text = result.stdout.str()
     assert "strict replay: test_app.py::test_strict did not use 1 of the recordings" in text
     assert "interaction 2: POST http://127.0.0.1:0/v1/chat/completions" in text
+    assert (
+        "record the test again from scratch: pytest 'test_app.py::test_strict' --harness-live"
+        in text
+    )
     assert "@pytest.mark.harness(strict_replay=False)" in text
     section = text[text.index("pytest-harness replay") :]
     assert "5 tests replayed: 5 HTTP calls, 0 tool calls, 0 MCP messages" in section
@@ -248,7 +252,7 @@ def test_any_recording_gives_a_report_row(uri: str, body: Any, used: bool) -> No
         "t", "c.yaml", [(0, _interaction(uri, body), used)], [], strict=True, shared=False
     )
     json.dumps(row)
-    problem = replayed.unused_problem(row, "hint")
+    problem = replayed.unused_problem(row, "pytest t --harness-live")
     assert (problem is None) == used
     assert replayed.replay_table([row]) == ("" if used else replayed.replay_table([row]))
 

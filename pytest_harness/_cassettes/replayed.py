@@ -119,11 +119,12 @@ def record(
     }
 
 
-def unused_problem(row: Mapping[str, Any], hint: str) -> str | None:
+def unused_problem(row: Mapping[str, Any], rerecord: str) -> str | None:
     """Why a test under strict replay fails: the recordings it did not use; None when it
     used them all, when strict replay is off, or for a shared cassette (other tests' are in it).
 
-    ``hint``: how to record the test again (``CassetteSlot.hint``).
+    ``rerecord``: the command that records the test again from scratch
+    (``CassetteSlot.rerecord_command``).
     """
     unused = row["unused"]
     if not row["strict"] or row["shared"] or not unused:
@@ -136,9 +137,10 @@ def unused_problem(row: Mapping[str, Any], hint: str) -> str | None:
     if len(unused) > 10:
         lines.append(f"    ... and {len(unused) - 10} more")
     lines.append(
-        "If the change is intended, record the test again. "
-        f"{hint} To allow unused recordings: @pytest.mark.harness(strict_replay=False), "
-        "or harness_strict_replay = false in the ini file."
+        f"If the change is intended, record the test again from scratch: {rerecord} "
+        "(--harness-record=new would keep them). To allow unused recordings: "
+        "@pytest.mark.harness(strict_replay=False), or harness_strict_replay = false in the "
+        "ini file."
     )
     return "\n".join(lines)
 
@@ -165,11 +167,21 @@ def counts(rows: Sequence[Mapping[str, Any]]) -> str:
     total = {name: sum(r["replayed"].get(name, 0) for r in rows) for name in COUNTED}
     unused = sum(1 for r in rows if r["unused"])
     live = sum(1 for r in rows if r["live"])
-    return (
-        f"{len(rows)} tests replayed: {total['http']} HTTP calls, {total['tools']} tool "
-        f"calls, {total['mcp']} MCP messages · {unused} left recordings unused · {live} "
-        "ran something live"
+    replayed = ", ".join(
+        [
+            _counted(total["http"], "HTTP call"),
+            _counted(total["tools"], "tool call"),
+            _counted(total["mcp"], "MCP message"),
+        ]
     )
+    return (
+        f"{_counted(len(rows), 'test')} replayed: {replayed} · {unused} left recordings "
+        f"unused · {live} ran something live"
+    )
+
+
+def _counted(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("" if number == 1 else "s")
 
 
 def junit_property(row: Mapping[str, Any]) -> tuple[str, str]:

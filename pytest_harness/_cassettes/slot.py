@@ -613,6 +613,14 @@ class CassetteSlot:
             f"from scratch).{self._keyless_hint()}"
         )
 
+    def rerecord_command(self) -> str:
+        """The command that records this test again from scratch, with the recording's
+        model (``--harness-record=new`` would keep what the file holds)."""
+        if self.matrix is not None:
+            return f"pytest '{self.nodeid}' --harness-live --harness-models={self.matrix}"
+        model = f" --harness-model={self.model}" if self.model else ""
+        return f"pytest '{self.nodeid}' --harness-live{model}"
+
     def _keyless_hint(self) -> str:
         """With no provider key set, the command that records with the embedded model: the
         commands above would end in the SDK's "missing credentials"."""

@@ -650,7 +650,7 @@ class ItemReports:
             shared=slot.shared,
         )
         self.item.user_properties.append(replayed.junit_property(row))
-        return replayed.unused_problem(row, slot.hint())
+        return replayed.unused_problem(row, slot.rerecord_command())
 
 
 def _shown(path: Path) -> str:

@@ -300,6 +300,7 @@ def test_json_report_written_even_without_tribunals(pytester: pytest.Pytester) -
         "datasets": [],
         "drift": [],
         "matrix": {},
+        "replay": [],
         "runs": [],
         "samples": [],
         "tests": [],

@@ -1,12 +1,12 @@
 """MCP over stdio recorded and replayed (issue 46, part 2).
 
 A FastMCP server (``MCPServer``, as mcp 2 names it) run over stdio by the real clients: mcp's
-``ClientSession`` over ``stdio_client``, and openai-agents' ``MCPServerStdio`` (its tools
-called directly, and by an agent against the scripted loopback model). Each records with
-``--harness-live``; the server script is then deleted and the replay passes, its tool calls
-in ``harness.trajectory``. A changed argument is a miss naming the call; ``error`` refuses
-the server, ``live`` runs it and notes it. Units: the URI, the matched body, and the replay
-answering any line without raising.
+``ClientSession`` over ``stdio_client``, openai-agents' ``MCPServerStdio`` and pydantic-ai's
+``MCPToolset`` (fastmcp's client; their tools called directly, and by an agent against the
+scripted loopback model). Each records with ``--harness-live``; the server script is then
+deleted and the replay passes, its tool calls in ``harness.trajectory``. A changed argument
+is a miss naming the call; ``error`` refuses the server, ``live`` runs it and notes it.
+Units: the URI, the matched body, and the replay answering any line without raising.
 """
 
 from __future__ import annotations
@@ -154,10 +154,63 @@ def test_agent(harness):
 """
 
 
+PYDANTIC_AI = """
+import asyncio
+import sys
+import pytest
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from conftest import KEY, MODEL
+from shop import SCRIPT
+
+
+def shop():
+    # fastmcp's client starts the server through mcp's stdio_client.
+    return MCPToolset(StdioTransport(command=sys.executable, args=[SCRIPT]))
+
+
+@pytest.mark.harness
+def test_toolset(harness):
+    async def use():
+        async with shop() as toolset:
+            names = [tool.name for tool in await toolset.list_tools()]
+            added = await toolset.direct_call_tool("add", {"a": 1, "b": 2})
+            with pytest.raises(ModelRetry, match="no order X-0"):
+                await toolset.direct_call_tool("lookup", {"order": "X-0"})
+            return names, added
+    assert asyncio.run(use()) == (["add", "lookup"], 3)
+    trajectory = harness.trajectory
+    assert trajectory.tools_called == ["add", "lookup"]
+    call = trajectory.assert_called("add", {"a": 1, "b": 2})
+    assert (call.result, call.server) == ("3", "stdio:python shop_server.py")
+    assert "no order X-0" in trajectory.calls_of("lookup")[0].error
+
+
+@pytest.mark.harness
+def test_agent(harness):
+    provider = OpenAIProvider(base_url=MODEL, api_key=KEY)
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=provider), toolsets=[shop()])
+    assert agent.run_sync("Add 1 and 2.").output == "It is 3."
+    call = harness.trajectory.assert_called("add", {"a": 1, "b": 2})
+    assert (call.result, call.asked, call.server) == ("3", True, "stdio:python shop_server.py")
+"""
+
+
 def responses_model(body: dict[str, Any]) -> Reply:
     """On the Responses API: asks for ``add``, then answers once its output is back."""
     items = body.get("input") or []
     if any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in items):
+        return Reply(content="It is 3.")
+    return Reply(content=None, tool_calls=[ToolCallSpec(name="add", arguments={"a": 1, "b": 2})])
+
+
+def chat_model(body: dict[str, Any]) -> Reply:
+    """On Chat Completions: asks for ``add``, then answers once its result is back."""
+    if any(m.get("role") == "tool" for m in body.get("messages") or [] if isinstance(m, dict)):
         return Reply(content="It is 3.")
     return Reply(content=None, tool_calls=[ToolCallSpec(name="add", arguments={"a": 1, "b": 2})])
 
@@ -262,6 +315,26 @@ def test_an_openai_agents_sdk_agent_records_then_replays_without_the_server(
         assert model.paths == ["/v1/responses", "/v1/responses"]
     (shop.path / "shop_server.py").unlink()
     run(shop).assert_outcomes(passed=2)  # neither the model nor the server
+
+
+def test_a_pydantic_ai_toolset_and_agent_record_then_replay_without_the_server(
+    shop: pytest.Pytester,
+) -> None:
+    with LoopbackServer(chat_model) as model:
+        shop.makeconftest(f"MODEL = {model.url!r}\nKEY = 'sk-loopback-0123456789'\n")
+        shop.makepyfile(test_pydantic_ai=PYDANTIC_AI)
+        run(shop, "--harness-live").assert_outcomes(passed=2)
+        assert model.paths == ["/v1/chat/completions", "/v1/chat/completions"]
+    (shop.path / "shop_server.py").unlink()
+    run(shop).assert_outcomes(passed=2)  # neither the model nor the server
+
+    interactions = stored(shop, "test_pydantic_ai", "test_toolset")
+    assert {i["request"]["uri"] for i in interactions} == {"stdio:python shop_server.py"}
+    runs = from_interactions(interactions).runs
+    assert [(r.name, r.result, r.ok) for r in runs] == [
+        ("add", "3", True),
+        ("lookup", "Error executing tool lookup: no order X-0", False),
+    ]
 
 
 # Units.

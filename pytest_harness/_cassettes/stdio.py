@@ -1,8 +1,9 @@
 """MCP over stdio, recorded and replayed (``harness_mcp_stdio``).
 
-mcp's ``stdio_client`` (used directly, and by frameworks such as openai-agents'
-``MCPServerStdio``) starts its server through the spawn ``mcp.StdioGuard`` patches while a
-cassette is open; ``spawn`` starts it as the test's setting says:
+mcp's ``stdio_client`` (used directly, by openai-agents' ``MCPServerStdio``, and by fastmcp's
+``StdioTransport``, pydantic-ai's ``MCPToolset``'s) starts its server through the spawn
+``mcp.StdioGuard`` patches while a cassette is open; ``spawn`` starts it as the test's
+setting says:
 
 - ``record``: recording, the real server runs behind ``_Tapped``, which reads each JSON-RPC
   line both ways; replay starts no process: ``_Replayed`` answers each request from the

@@ -67,6 +67,7 @@ DEFAULT_HEADERS = [
     "openai-organization",
     "openai-project",
     "proxy-authorization",
+    "x-amz-security-token",
     "x-api-key",
     "x-goog-api-key",
 ]
@@ -265,6 +266,12 @@ def test_secret_values_from_env_picks_secret_looking_names() -> None:
         ("sk-ant-api03-" + "a1" * 20, "sk- key", "sk-a…(53 chars)"),
         ("token: Bearer eyJhbGciOiJIUzI1NiJ9.payload", "Bearer token", "eyJh…(28 chars)"),
         ("AIza" + "Sy0123456789abcdefghijklmnopqrst", "Google API key", "AIza…(36 chars)"),
+        # Vertex AI's OAuth access token, where no header would redact it.
+        ('"token": "ya29.a0AfB_byC1' + "x" * 30 + '"', "Google OAuth token", "ya29…(45 chars)"),
+        # AWS: an access key id, an STS session token, an Azure Entra ID JWT.
+        ("id=ASIAQ3EGTXYZ7EXAMPLE;", "AWS access key id", "ASIA…(20 chars)"),
+        ("IQoJb3JpZ2luX2VjEJr" + "A" * 40, "AWS session token", "IQoJ…(59 chars)"),
+        ("eyJ0eXAiOiJKV1Qi.eyJhdWQiOiJodHRw.c2lnbmF0dXJl", "JSON Web Token", "eyJ0…(46 chars)"),
     ],
 )
 def test_scan_patterns(text: str, kind: str, excerpt: str) -> None:

@@ -48,6 +48,9 @@ class Redaction:
             "openai-project",
             "anthropic-organization-id",
             "cookie",
+            # AWS: an STS session token (SSO, assumed roles), a live credential; Azure's
+            # ``api-key`` is above and its Entra ID token travels in ``authorization``.
+            "x-amz-security-token",
         }
     )
     query_params: frozenset[str] = frozenset(
@@ -221,6 +224,14 @@ _PATTERNS = (
     ("sk- key", re.compile(r"sk-[A-Za-z0-9_-]{20,}")),
     ("Bearer token", re.compile(r"Bearer\s+([A-Za-z0-9._~+/=-]{20,})")),
     ("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{30,}")),
+    # Vertex AI's credentials: a Google OAuth access token.
+    ("Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_.-]{20,}")),
+    # An AWS access key id, long-lived (AKIA) or an STS session's (ASIA), and a session
+    # token (STS tokens are base64 of a header that starts with these bytes).
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("AWS session token", re.compile(r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9/+=]{20,}")),
+    # A JSON Web Token (Azure's Entra ID access tokens, and others'): header.payload.signature.
+    ("JSON Web Token", re.compile(r"\beyJ[0-9A-Za-z_-]{8,}\.eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]+")),
 )
 _URL_TOKEN = re.compile(r"(?<=[/=])[A-Za-z0-9_-]{32,}(?=[/?&#;:]|$)")
 

@@ -57,6 +57,13 @@ VOLATILE_REQUEST_HEADERS = frozenset(
         "baggage",
         "x-datadog-trace-id",
         "x-datadog-parent-id",
+        # AWS Signature V4 (boto3, Bedrock): the signing time and the body's hash, new on
+        # every call; with the signature itself (``authorization``, redacted) they say who
+        # asked and when, not what. botocore's per-call id and attempt count.
+        "x-amz-date",
+        "x-amz-content-sha256",
+        "amz-sdk-invocation-id",
+        "amz-sdk-request",
     }
 )
 # Response headers left out: dates and timings, request and trace ids, CDN and proxy
@@ -157,13 +164,26 @@ def pinned(uri: str) -> str:
 
 
 def _without(headers: Any, *, response: bool) -> Any:
+    """The headers but the volatile ones, each value text: botocore (boto3, Bedrock) sends
+    header values as bytes, which a JSON file cannot hold."""
     if not isinstance(headers, Mapping):
         return headers
     return {
-        name: values
+        _text(name): _texts(values)
         for name, values in headers.items()
-        if not volatile_header(name, response=response)
+        if not volatile_header(_text(name), response=response)
     }
+
+
+def _texts(values: Any) -> Any:
+    if isinstance(values, (list, tuple)):
+        return [_text(value) for value in values]
+    return _text(values)
+
+
+def _text(value: Any) -> Any:
+    """A header name or value as text; HTTP's own encoding (Latin-1) gives every byte back."""
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else value
 
 
 def align(

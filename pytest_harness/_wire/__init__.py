@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_harness._model.response import ModelResponse
-from pytest_harness._wire import anthropic, chat, gemini, responses, sse
+from pytest_harness._wire import anthropic, chat, gemini, providers, responses, sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire._values import (
     NO_TEXT,
@@ -44,7 +44,9 @@ class Recognised:
 
     Attributes:
         api: ``openai.chat``, ``openai.responses``, ``anthropic.messages`` or ``gemini.generate``.
-        provider: ``openai``, ``anthropic`` or ``gemini``.
+        provider: who served it, as litellm's price map names it: ``bedrock``, ``azure``,
+            ``vertex_ai`` or ``ollama`` by the URL (``providers.provider``), else the
+            format's own, ``openai``, ``anthropic`` or ``gemini``.
         model: named by the response body, else the request body, else (Gemini) the URL; or "".
         response: the reply, with that model (``cost`` None, ``latency_s`` 0). A chat reply
             is read as litellm's path reads it (its content "" when it sent ""); the other
@@ -129,7 +131,7 @@ def recognise_parsed(
     response = replace(
         response, finish_reason=response.finish_reason or None, model=model, latency_s=0.0
     )
-    return Recognised(api, api.partition(".")[0], model, response, streamed, data)
+    return Recognised(api, providers.provider(uri, api), model, response, streamed, data)
 
 
 def _as_request(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:

@@ -499,12 +499,23 @@ def _replay_keys() -> dict[str, str]:
     guarded), so a plain ``pytest`` needs none: a key that is set is left as it is.
     """
     keys = {}
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
         if not os.environ.get(name):
             keys[name] = REPLAY_KEY
     if not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")):
         keys["GEMINI_API_KEY"] = REPLAY_KEY  # not both: google-genai warns when both are set
+    # boto3 signs every request before sending it, and refuses to without credentials: a
+    # pair that signs what is never sent. Not under an explicit profile (``AWS_PROFILE``),
+    # whose credentials boto3 reads in their place.
+    if not (os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")):
+        keys["AWS_ACCESS_KEY_ID"] = _AWS_REPLAY_KEY_ID
+        keys["AWS_SECRET_ACCESS_KEY"] = REPLAY_KEY
     return keys
+
+
+# The access key id replay signs with: in AWS's shape (20 upper-case letters and digits),
+# plainly not a real one.
+_AWS_REPLAY_KEY_ID = "HARNESSREPLAYNOKEY00"
 
 
 _RUN: pytest.StashKey[ItemRun] = pytest.StashKey()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_harness._model.response import ModelResponse
-from pytest_harness._wire import anthropic, chat, gemini, providers, responses, sse
+from pytest_harness._wire import anthropic, chat, gemini, ndjson, ollama, providers, responses, sse
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire._values import (
     NO_TEXT,
@@ -43,7 +43,8 @@ class Recognised:
     """A model response found in one HTTP interaction.
 
     Attributes:
-        api: ``openai.chat``, ``openai.responses``, ``anthropic.messages`` or ``gemini.generate``.
+        api: ``openai.chat``, ``openai.responses``, ``anthropic.messages``,
+            ``gemini.generate``, ``ollama.chat`` or ``ollama.generate``.
         provider: who served it, as litellm's price map names it: ``bedrock``, ``azure``,
             ``vertex_ai`` or ``ollama`` by the URL (``providers.provider``), else the
             format's own, ``openai``, ``anthropic`` or ``gemini``.
@@ -51,9 +52,9 @@ class Recognised:
         response: the reply, with that model (``cost`` None, ``latency_s`` 0). A chat reply
             is read as litellm's path reads it (its content "" when it sent ""); the other
             formats give None for no text.
-        streamed: whether it came as a stream (SSE, or Gemini's JSON array).
-        payload: the body as read: its JSON value, or a stream's events' JSON data in
-            order (the seam's replay passes a stream's deltas on from it). An
+        streamed: whether it came as a stream (SSE, Gemini's JSON array, NDJSON lines).
+        payload: the body as read: its JSON value (an NDJSON body's: its lines' values), or
+            a stream's events' JSON data in order (the seam's replay passes a stream's deltas on from it). An
             ``openai.chat`` payload is readable: ``chat.completion_problem``
             (``chat.chunk_problem`` for each chunk) found nothing in it.
     """
@@ -93,7 +94,16 @@ def recognise(
     if sse.is_event_stream(headers, text):
         events = sse.stream_events(text)
         return recognise_parsed(uri, request_body, status, headers, events=events)
-    return recognise_parsed(uri, request_body, status, headers, value=loads(text))
+    return recognise_parsed(uri, request_body, status, headers, value=_json_value(headers, text))
+
+
+def _json_value(headers: Mapping[str, Any], text: str) -> Any:
+    """A body's JSON value; an NDJSON body's (by its content type, else by its look, when
+    it is no JSON) is the list of its lines' values."""
+    if ndjson.by_type(headers):
+        return ndjson.values(text)
+    value = loads(text)
+    return ndjson.values(text) if value is None and ndjson.by_look(text) else value
 
 
 def recognise_parsed(
@@ -140,12 +150,16 @@ def _as_request(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
 
 def _from_json(data: Any) -> Found | None:
     """The reply in a whole body's JSON value, read by the format its shape says."""
+    if isinstance(data, list) and any(map(ollama.is_response, data)):
+        return ollama.read_lines(data)  # an NDJSON stream's lines
     if isinstance(data, list):
         return gemini.read_reply(data) if any(map(gemini.is_response, data)) else None
     if not isinstance(data, dict):
         return None
     if gemini.is_response(data):
         return gemini.read_reply(data)
+    if ollama.is_response(data):
+        return ollama.read_reply(data)
     if data.get("type") == "message":
         return anthropic.read_reply(data)
     if data.get("object") == "response":
@@ -189,6 +203,8 @@ _REQUEST_READERS: dict[str, Callable[[dict[str, Any]], Asked]] = {
     "openai.responses": responses.read_request,
     "anthropic.messages": anthropic.read_request,
     "gemini.generate": gemini.read_request,
+    "ollama.chat": ollama.read_request,
+    "ollama.generate": ollama.read_request,
 }
 
 
@@ -216,6 +232,8 @@ _ENDPOINTS = {
     "/messages": "anthropic.messages",
     ":generateContent": "gemini.generate",
     ":streamGenerateContent": "gemini.generate",
+    "/api/chat": "ollama.chat",
+    "/api/generate": "ollama.generate",
 }
 # The field that holds a request's messages, by API.
 _REQUEST_FIELDS = {

@@ -2,7 +2,8 @@
 
 A JSON body is stored as the value it holds, ``{"json": value, "form": "compact"}``, and a
 server-sent event stream as its events, ``{"events": [{"event": ..., "data": value}],
-"form": "compact"}``: indented with the file, so a changed prompt or reply is a changed line
+"form": "compact"}``, and an NDJSON stream (Ollama's) as its lines' values,
+``{"lines": [value, ...], "form": "compact+newline"}``: indented with the file, so a changed prompt or reply is a changed line
 in a diff, not one long escaped string. ``form`` names how ``json.dumps`` writes the value
 back (``FORMS``, and ``+newline`` for a trailing newline). A body is stored so only when
 writing it back gives exactly the bytes that were sent or received (key order, spacing,
@@ -40,12 +41,15 @@ def stored(text: str) -> str | dict[str, Any]:
     found = _as_json(text)
     if found is None:
         found = _as_events(text)
+    if found is None:
+        found = _as_lines(text)
     return text if found is None else found
 
 
 def is_stored_form(body: Any) -> bool:
-    """Whether ``body`` is a stored JSON value or event list (not text, not base64)."""
-    return isinstance(body, Mapping) and ("json" in body or "events" in body)
+    """Whether ``body`` is a stored JSON value, event list or list of JSON lines (not text,
+    not base64)."""
+    return isinstance(body, Mapping) and ("json" in body or "events" in body or "lines" in body)
 
 
 def text(body: Mapping[str, Any]) -> str:
@@ -62,6 +66,9 @@ def text(body: Mapping[str, Any]) -> str:
         raise ValueError(f"form must be one of {', '.join(FORMS)} (+newline), got {form!r:.40}")
     if "json" in body:
         written = json.dumps(body["json"], **options)
+        return written + "\n" if newline else written
+    if "lines" in body:
+        written = _lines_text(body["lines"], options)
         return written + "\n" if newline else written
     return _events_text(body.get("events"), options)
 
@@ -123,6 +130,25 @@ def _form(value: Any, text: str) -> str | None:
         except (ValueError, RecursionError):
             return None
     return None
+
+
+def _as_lines(text: str) -> dict[str, Any] | None:
+    """An NDJSON body (two JSON objects or arrays or more, one a line, each written in the
+    same form) as its lines' values; None for anything else (a cut last line, blank lines),
+    which writing the values back would not give byte for byte."""
+    core = text.removesuffix("\n")
+    lines = core.split("\n")
+    values = [value[0] for line in lines if (value := _loads(line))]
+    form = _form(values[0], lines[0]) if len(lines) >= 2 and len(values) == len(lines) else None
+    if form is None or _lines_text(values, FORMS[form]) != core:
+        return None
+    return {"lines": values, "form": form + (NEWLINE if core != text else "")}
+
+
+def _lines_text(lines: Any, options: dict[str, Any]) -> str:
+    if not isinstance(lines, list):
+        raise ValueError(f"lines must be a list of JSON values, got {type(lines).__name__}")
+    return "\n".join(json.dumps(value, **options) for value in lines)
 
 
 def _as_events(text: str) -> dict[str, Any] | None:

@@ -208,6 +208,8 @@ def recognised(interaction: Mapping[str, Any]) -> _wire.Recognised | None:
     body = response.get("body")
     if isinstance(body, Mapping) and "json" in body:
         return _wire.recognise_parsed(uri, asked, status, headers, value=body["json"])
+    if isinstance(body, Mapping) and isinstance(body.get("lines"), list):  # NDJSON: the lines
+        return _wire.recognise_parsed(uri, asked, status, headers, value=body["lines"])
     if isinstance(body, Mapping) and "events" in body:
         return _wire.recognise_parsed(
             uri, asked, status, headers, events=bodies.stream_events(body)

@@ -40,10 +40,10 @@ _READ = {
     "": frozenset({"version", "metadata", "interactions"}),
     "interaction": frozenset({"request", "response", FAILURE}),
     "request.": frozenset({"method", "uri", "body", "headers"}),
-    "request.body.": frozenset({"base64", "json", "form"}),
+    "request.body.": frozenset({"base64", "json", "lines", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
     "response.status.": frozenset({"code", "message"}),
-    "response.body.": frozenset({"string", "base64", "json", "events", "form"}),
+    "response.body.": frozenset({"string", "base64", "json", "events", "lines", "form"}),
 }
 
 
@@ -205,7 +205,7 @@ def _request(request: dict[str, Any]) -> str | None:
 def _request_body(body: Any) -> str | None:
     if not isinstance(body, dict):
         return f"request.body must be text or a mapping with 'base64' or 'json', got {_kind(body)}"
-    if "json" in body:
+    if "json" in body or "lines" in body:  # lines: a JSON Lines body
         return _free(body, "request.body.") or _stored_form(body, "request.body")
     return _free(body, "request.body.") or _base64(body, "request.body.", required=True)
 

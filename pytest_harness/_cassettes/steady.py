@@ -100,7 +100,8 @@ VOLATILE_RESPONSE_HEADERS = frozenset(
 VOLATILE_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
 # Fields of a JSON reply (at any depth; in a stream, of each event) whose value differs from
 # one run to the next for the same answer: ids (``chatcmpl-…``, ``msg_…``, ``resp_…``,
-# ``call_…``), creation times, the backend's fingerprint, llama.cpp's timings.
+# ``call_…``), creation times, the backend's fingerprint, llama.cpp's timings, Ollama's
+# durations (nanoseconds).
 VOLATILE_FIELDS = frozenset(
     {
         "id",
@@ -113,6 +114,10 @@ VOLATILE_FIELDS = frozenset(
         "item_id",
         "call_id",
         "timings",
+        "total_duration",
+        "load_duration",
+        "prompt_eval_duration",
+        "eval_duration",
     }
 )
 # The port a loopback URL is stored with: 0 reads "a free port", as a server binds it.

@@ -1,8 +1,9 @@
 """A scripted model server on loopback, for tests: ``LoopbackServer`` and its ``Reply`` values.
 
-It is a real HTTP server answering in the four wire formats the harness reads (OpenAI Chat
-Completions and Responses, Anthropic Messages, Gemini), so litellm, the official SDKs and
-the agent frameworks run against it unchanged, through the cassettes and the checks:
+It is a real HTTP server answering in the wire formats the harness reads (OpenAI Chat
+Completions and Responses, Anthropic Messages, Gemini, Ollama's own API), so litellm, the
+official SDKs and the agent frameworks run against it unchanged, through the cassettes and
+the checks:
 
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))
@@ -472,6 +473,67 @@ def _joined_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return joined
 
 
+# Ollama's own API: one JSON object, or (its default) NDJSON parts, the last ``done: true``.
+_OLLAMA_DONE = {"tool_calls": "stop"}  # Ollama says ``stop`` after tool calls too
+_OLLAMA_CREATED = "2023-11-14T22:13:20Z"  # CREATED, as Ollama writes its times
+
+
+def _ollama_part(body: Mapping[str, Any], api: str, said: dict[str, Any]) -> dict[str, Any]:
+    """One part (``done: false``) saying ``said``: a chat message's fields, or generate's."""
+    head = {"model": body.get("model", "loopback"), "created_at": _OLLAMA_CREATED}
+    if api == "ollama_chat":
+        return {**head, "message": {"role": "assistant", "content": "", **said}, "done": False}
+    return {**head, "response": "", **said, "done": False}
+
+
+def _ollama_said(reply: Reply) -> list[dict[str, Any]]:
+    """What a streamed reply's parts say, in order: thinking, text, then its tool calls."""
+    said: list[dict[str, Any]] = [{"thinking": piece} for piece in _pieces(reply.reasoning)]
+    said += [{"content": piece} for piece in _pieces(reply.content)]
+    calls = [{"name": c.name, "arguments": _parsed_arguments(c)} for c in reply.tool_calls]
+    return [*said, {"tool_calls": [{"function": call} for call in calls]}] if calls else said
+
+
+def _ollama_done(body: Mapping[str, Any], api: str, reply: Reply) -> dict[str, Any]:
+    """The last part: ``done: true``, its reason and the counts (durations fixed at 0)."""
+    finish = reply.finish or "stop"
+    return {
+        **_ollama_part(body, api, {}),
+        "done": True,
+        "done_reason": _OLLAMA_DONE.get(finish, finish),
+        "total_duration": 0,
+        "load_duration": 0,
+        "prompt_eval_count": _prompt_words(body),
+        "prompt_eval_duration": 0,
+        "eval_count": _completion_words(reply),
+        "eval_duration": 0,
+    }
+
+
+def ollama_parts(body: Mapping[str, Any], api: str, reply: Reply) -> Iterator[dict[str, Any]]:
+    """The NDJSON parts of a streamed Ollama reply (``api``: ``ollama_chat`` or
+    ``ollama_generate``); no ``done: true`` part when the reply never finished."""
+    field = {"content": "content"} if api == "ollama_chat" else {"content": "response"}
+    for said in _ollama_said(reply):
+        yield _ollama_part(body, api, {field.get(k, k): v for k, v in said.items()})
+    if reply.finish is not None:
+        yield _ollama_done(body, api, reply)
+
+
+def ollama_body(body: Mapping[str, Any], api: str, reply: Reply) -> dict[str, Any]:
+    """The JSON of a whole Ollama reply (``"stream": false``): every part's fields in one."""
+    said: dict[str, Any] = {}
+    for part in _ollama_said(reply):
+        for name, value in part.items():
+            said[name] = said.get(name, "") + value if isinstance(value, str) else value
+    if api != "ollama_chat":
+        said = {"response" if k == "content" else k: v for k, v in said.items()}
+    done = _ollama_done(body, api, reply)
+    if api == "ollama_chat":
+        return {**done, "message": {**done["message"], **said}}
+    return {**done, **said}
+
+
 def _gemini_model(path: str) -> str:
     """The model a Gemini path names: ``…/models/<model>:generateContent``."""
     return path.partition("/models/")[2].partition(":")[0] or "loopback"
@@ -486,6 +548,8 @@ def _api(path: str) -> str:
         return "anthropic"
     if ":generateContent" in route or ":streamGenerateContent" in route:
         return "gemini"
+    if route.endswith(("/api/chat", "/api/generate")):
+        return "ollama_" + route.rpartition("/")[2]
     return "chat"
 
 
@@ -497,11 +561,13 @@ def _error_body(api: str, reply: Reply) -> dict[str, Any]:
     if api == "gemini":
         status = _GOOGLE_STATUSES.get(reply.status, "UNKNOWN")
         return {"error": {"code": reply.status, "message": reply.error, "status": status}}
+    if api.startswith("ollama"):
+        return {"error": reply.error}
     return {"error": {"message": reply.error, "type": "scripted_error", "code": reply.status}}
 
 
 class LoopbackServer:
-    """A threaded model server on 127.0.0.1 and a free port, in four wire formats.
+    """A threaded model server on 127.0.0.1 and a free port, in the five wire formats.
 
     Script it with ``Reply`` values (plain, streamed, tool calls, think-only, empty, delayed,
     an error status, a malformed body, a stream cut off), queued in order (``queue``) or
@@ -515,9 +581,12 @@ class LoopbackServer:
     - ``POST …/v1/messages``: Anthropic Messages (``anthropic.Anthropic(base_url=root)``).
     - ``POST …/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``:
       Gemini (``google.genai.Client(http_options={"base_url": root})``).
+    - ``POST /api/chat`` and ``/api/generate``: Ollama's own API, NDJSON-streamed unless the
+      request says ``"stream": false`` (``ollama.Client(host=root)``); ``GET /api/tags``
+      and ``/api/version`` answer too.
 
     A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
-    ``:streamGenerateContent``). Ids and timestamps are fixed: the same requests get the same
+    ``:streamGenerateContent``; Ollama: unless it says ``"stream": false``). Ids and timestamps are fixed: the same requests get the same
     bytes, run after run.
 
     Attributes:
@@ -654,7 +723,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the per-request log lines."""
 
     def do_GET(self) -> None:
-        self._send(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
+        route = self.path.partition("?")[0]
+        if route.endswith("/api/tags"):  # Ollama's models
+            self._send(200, {"models": [{"name": "loopback", "model": "loopback"}]})
+        elif route.endswith("/api/version"):
+            self._send(200, {"version": "0.12.0"})
+        else:
+            self._send(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -679,18 +754,28 @@ class _Handler(BaseHTTPRequestHandler):
         elif api == "gemini":
             model = _gemini_model(self.path)
             self._send(200, gemini_body(body, reply, number, model), reply.headers)
+        elif api.startswith("ollama"):
+            self._ollama(api, body, reply)
         elif body.get("stream"):
             self._stream(_stream_events(api, body, reply, number), reply)
         else:
             self._send(200, _reply_body(api, body, reply, number), reply.headers)
 
-    def _stream(self, events: list[bytes], reply: Reply) -> None:
+    def _ollama(self, api: str, body: dict[str, Any], reply: Reply) -> None:
+        """An Ollama reply: NDJSON parts unless the request says ``"stream": false``."""
+        if body.get("stream", True) is False:
+            self._send(200, ollama_body(body, api, reply), reply.headers)
+            return
+        lines = [(json.dumps(part) + "\n").encode() for part in ollama_parts(body, api, reply)]
+        self._stream(lines, reply, "application/x-ndjson")
+
+    def _stream(self, events: list[bytes], reply: Reply, ctype: str = "text/event-stream") -> None:
         payload = b"".join(events)
         if reply.cut_after is None:
-            self._send_bytes(200, payload, "text/event-stream", reply.headers)
+            self._send_bytes(200, payload, ctype, reply.headers)
             return
         # Promise the whole body, send part of it, then drop the connection.
-        self._headers(200, len(payload), "text/event-stream", reply.headers)
+        self._headers(200, len(payload), ctype, reply.headers)
         self.wfile.write(b"".join(events[: reply.cut_after]))
         self.wfile.flush()
         self.close_connection = True

@@ -40,7 +40,15 @@ CALLS_PROPERTY = "harness_app_calls"
 MAX_CALLS = 20  # the application's calls a test's report shows (then only how many more)
 MAX_MESSAGES = 20  # a request's messages the report shows: its first, then the latest
 # Endpoints whose requests spend money: the budget refuses only these.
-_PAID = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
+_PAID = (
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/messages",
+    "/embeddings",
+    "/api/chat",  # Ollama (free, but a budget counts the calls all the same)
+    "/api/generate",
+)
 _PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
 
 

@@ -164,8 +164,11 @@ def _pieces(text: str | None, size: int | None = None) -> list[str]:
 
 
 def _prompt_words(body: Mapping[str, Any]) -> int:
-    """The words of a request's messages (input, contents): its prompt tokens, roughly."""
-    asked = body.get("messages") or body.get("input") or body.get("contents") or []
+    """The words of a request's messages (input, contents, Ollama's prompt): its prompt
+    tokens, roughly."""
+    asked = (
+        body.get("messages") or body.get("input") or body.get("contents") or body.get("prompt")
+    ) or []
     return len(" ".join(_strings(asked)).split())
 
 
@@ -586,8 +589,8 @@ class LoopbackServer:
       and ``/api/version`` answer too.
 
     A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
-    ``:streamGenerateContent``; Ollama: unless it says ``"stream": false``). Ids and timestamps are fixed: the same requests get the same
-    bytes, run after run.
+    ``:streamGenerateContent``; Ollama: unless it says ``"stream": false``). Ids and
+    timestamps are fixed: the same requests get the same bytes, run after run.
 
     Attributes:
         requests: Every request body received, in arrival order.

@@ -3,9 +3,10 @@
 A JSON body is stored as the value it holds, ``{"json": value, "form": "compact"}``, and a
 server-sent event stream as its events, ``{"events": [{"event": ..., "data": value}],
 "form": "compact"}``, and an NDJSON stream (Ollama's) as its lines' values,
-``{"lines": [value, ...], "form": "compact+newline"}``: indented with the file, so a changed prompt or reply is a changed line
-in a diff, not one long escaped string. ``form`` names how ``json.dumps`` writes the value
-back (``FORMS``, and ``+newline`` for a trailing newline). A body is stored so only when
+``{"lines": [value, ...], "form": "compact+newline"}``: indented with the file, so a
+changed prompt or reply is a changed line in a diff, not one long escaped string. ``form``
+names how ``json.dumps`` writes the value back (``FORMS``, and ``+newline`` for a trailing
+newline). A body is stored so only when
 writing it back gives exactly the bytes that were sent or received (key order, spacing,
 escapes, number spelling): replay stays byte-exact. Anything else stays text (``string``
 for a response, the bare text for a request), or base64 when it is not UTF-8.

@@ -54,8 +54,8 @@ class Recognised:
             formats give None for no text.
         streamed: whether it came as a stream (SSE, Gemini's JSON array, NDJSON lines).
         payload: the body as read: its JSON value (an NDJSON body's: its lines' values), or
-            a stream's events' JSON data in order (the seam's replay passes a stream's deltas on from it). An
-            ``openai.chat`` payload is readable: ``chat.completion_problem``
+            a stream's events' JSON data in order (the seam's replay passes a stream's
+            deltas on from it). An ``openai.chat`` payload is readable: ``chat.completion_problem``
             (``chat.chunk_problem`` for each chunk) found nothing in it.
     """
 

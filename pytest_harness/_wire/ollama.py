@@ -115,8 +115,13 @@ def _parts(parts: Sequence[Any]) -> Found | None:
     if done and reason in _HOUSEKEEPING:
         return None
     messages = [as_dict(p.get("message")) for p in parts]
-    said = [as_str(m.get("content")) or as_str(p.get("response")) for m, p in zip(messages, parts)]
-    thought = [as_str(m.get("thinking") or p.get("thinking")) for m, p in zip(messages, parts)]
+    said = [
+        as_str(m.get("content")) or as_str(p.get("response"))
+        for m, p in zip(messages, parts, strict=True)
+    ]
+    thought = [
+        as_str(m.get("thinking") or p.get("thinking")) for m, p in zip(messages, parts, strict=True)
+    ]
     calls = [c for m in messages for c in as_dicts(m.get("tool_calls"))]
     response = ModelResponse(
         content="".join(said) or None,

@@ -41,6 +41,7 @@ import pytest
 anthropic = pytest.importorskip("anthropic")
 genai_types = pytest.importorskip("google.genai.types")
 openai = pytest.importorskip("openai")
+ollama = pytest.importorskip("ollama")
 
 pytestmark = pytest.mark.harness(cassette=False)
 
@@ -386,6 +387,26 @@ def sdk_gemini(record: dict[str, Any]) -> Reading:
     )
 
 
+def sdk_ollama(record: dict[str, Any]) -> Reading:
+    """Ollama's client models (``ChatResponse``, ``GenerateResponse``), one per NDJSON line
+    (a whole reply is one), added up as a caller of the streaming client adds them."""
+    chat = record["api"] == "ollama.chat"
+    model = ollama.ChatResponse if chat else ollama.GenerateResponse
+    lines = [line for line in record["response"].splitlines() if line.strip()]
+    parts = [model.model_validate(json.loads(line)) for line in lines]
+    said = [p.message if chat else p for p in parts]
+    text = (m.content if chat else m.response for m in said)
+    calls = [c for m in said if chat for c in (m.tool_calls or [])]
+    last = parts[-1]
+    return Reading(
+        text=joined(text),
+        reasoning=joined(m.thinking for m in said),
+        calls=tuple(("", c.function.name, dict(c.function.arguments)) for c in calls),
+        finish_reason=last.done_reason,
+        usage=usage(last.prompt_eval_count, last.eval_count),
+    )
+
+
 def streamed(record: dict[str, Any]) -> bool:
     return "event-stream" in record["content_type"]
 
@@ -396,6 +417,8 @@ def sdk_reading(record: dict[str, Any]) -> Reading:
         "openai.responses": (sdk_responses, sdk_responses),
         "anthropic.messages": (sdk_anthropic, sdk_anthropic_stream),
         "gemini.generate": (sdk_gemini, sdk_gemini),
+        "ollama.chat": (sdk_ollama, sdk_ollama),
+        "ollama.generate": (sdk_ollama, sdk_ollama),
     }
     plain, stream = readers_by_api[record["api"]]
     return stream(record) if streamed(record) else plain(record)
@@ -537,7 +560,12 @@ def previous(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def sent_messages(api: str, data: dict[str, Any]) -> int:
     """How many messages (input items, contents) a request body sends, counted on the body."""
-    field = {"openai.responses": "input", "gemini.generate": "contents"}.get(api, "messages")
+    fields = {
+        "openai.responses": "input",
+        "gemini.generate": "contents",
+        "ollama.generate": "prompt",
+    }
+    field = fields.get(api, "messages")
     sent = data.get(field)
     return 1 if isinstance(sent, str) else len(sent) if isinstance(sent, list) else 0
 
@@ -569,6 +597,10 @@ DOCUMENTED = {
         "Novita (through OpenRouter) sends the call's id again in each of its chunks; the SDK's "
         "stream accumulator appends every string but index and type ('0' + '0'); we keep the "
         "id once, as the project's next request answers it (tool_call_id '0')"
+    ),
+    "ollama_chat_tool_call: finish_reason ours='stop' sdk=None": (
+        "a reply with done: true and no done_reason (older Ollama servers send none): it "
+        "finished, so our reader says stop; the client's model leaves done_reason None"
     ),
     **{
         f"{case}: provider_tool_calls ours={names} sdk=[]": (
@@ -620,6 +652,9 @@ AGREEING = {
     "gemini_results_with_own_ids": "pydantic-ai's results, with its own ids, answer by name",
     "gemini_image_only": "an image-only reply (inlineData): its media, no text",
     "gemini_model_armor_block": "a Model Armor block (Vertex): a refusal",
+    "ollama_generate_whole": "Ollama's /api/generate reply (stream false), its counts",
+    "ollama_generate_stream": "Ollama's NDJSON stream of /api/generate parts, added up",
+    "ollama_chat_tool_call": "Ollama's tool call: no id, its arguments an object",
 }
 
 

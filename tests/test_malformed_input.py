@@ -956,7 +956,7 @@ def with_interaction(change: tuple[Any, ...], value: Any, count: int = 3) -> dic
             ("response", "body"),
             {"json": {"a": 1}, "form": "pretty"},
             "interaction 3 of 3: response.body: form must be one of compact, compact-ascii, "
-            "spaced, spaced-ascii, indented, indented-ascii (+newline), got 'pretty'",
+            "spaced, spaced-ascii, indented, indented-ascii, compact-go (+newline), got 'pretty'",
             id="body-unknown-form",
         ),
         pytest.param(

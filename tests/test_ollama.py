@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -390,3 +391,28 @@ def test_ollama_is_priced_without_raising() -> None:
 
     cost = price("llama3.2", Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7), "ollama")
     assert cost is None or cost == 0
+
+
+def test_real_ollama_bodies_are_stored_readably_and_byte_exact() -> None:
+    """The corpus's bodies as a real Ollama server wrote them (tests/corpus/ollama.json):
+    Go's compact JSON, a whole reply as its value, a stream as its lines."""
+    corpus = Path(__file__).parent / "corpus" / "ollama.json"
+    records = {r["case"]: r for r in json.loads(corpus.read_text(encoding="utf-8"))}
+    for case, kind in [("ollama_generate_whole", "json"), ("ollama_generate_stream", "lines")]:
+        text = records[case]["response"]
+        stored = bodies.stored(text)
+        assert isinstance(stored, dict)
+        assert kind in stored
+        assert bodies.text(stored) == text
+
+
+def test_go_escapes_are_kept_byte_exact() -> None:
+    """Ollama's server writes ``<``, ``>`` and ``&`` as ``\\u003c``... (Go's encoding/json)."""
+    line = {"model": "qwen3", "message": {"role": "assistant", "content": "<think>a & b</think>"}}
+    text = json.dumps(line, separators=(",", ":"), ensure_ascii=False)
+    go = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    stored = bodies.stored(go + "\n" + go + "\n")
+    assert isinstance(stored, dict)
+    assert stored["form"] == "compact-go+newline"
+    assert stored["lines"][0]["message"]["content"] == "<think>a & b</think>"
+    assert bodies.text(stored) == go + "\n" + go + "\n"

@@ -416,3 +416,60 @@ def test_go_escapes_are_kept_byte_exact() -> None:
     assert stored["form"] == "compact-go+newline"
     assert stored["lines"][0]["message"]["content"] == "<think>a & b</think>"
     assert bodies.text(stored) == go + "\n" + go + "\n"
+
+
+RERECORDED = """
+import ollama
+import pytest
+from conftest import URL
+
+@pytest.mark.harness
+def test_whole():
+    with ollama.Client(host=URL) as client:
+        reply = client.chat(model="llama3.2", messages=[{"role": "user", "content": "refund?"}])
+    assert reply.message.content
+"""
+
+
+class Timed:
+    """Ollama's whole reply as a real server sends it: its time and durations new each call."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.calls = text, 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.calls += 1
+        message = {"role": "assistant", "content": self.text}
+        reply = {
+            "model": "llama3.2",
+            "created_at": f"2025-09-07T02:22:4{self.calls}.828353215Z",
+            "message": message,
+            "done_reason": "stop",
+            "done": True,
+            "total_duration": 6566213714 + self.calls,
+            "load_duration": 5294118352 * self.calls,
+            "prompt_eval_count": 25,
+            "prompt_eval_duration": 382828622 - self.calls,
+            "eval_count": 5,
+            "eval_duration": 883124962 + 7 * self.calls,
+        }
+        return Reply(raw=json.dumps(reply, separators=(",", ":")))
+
+
+def test_a_re_recording_keeps_the_file_still_and_changes_name_a_new_answer(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    app = project(pytester, server, test_app=RERECORDED)
+    server.handler = Timed("The refund takes five days.")
+    run(app, "--harness-live").assert_outcomes(passed=1)
+    (first,) = cassettes(app).values()
+    run(app, "--harness-live", "--harness-report=r.json").assert_outcomes(passed=1)
+    assert cassettes(app) == {"test_app/test_whole.yaml": first}  # times and durations aside
+    (same,) = json.loads((app.path / "r.json").read_text())["changes"]
+    assert same["kind"] == "same"
+
+    server.handler = Timed("The refund takes three days.")
+    run(app, "--harness-live", "--harness-report=r.json").assert_outcomes(passed=1)
+    (changed,) = json.loads((app.path / "r.json").read_text())["changes"]
+    assert changed["kind"] == "changed"
+    assert changed["reasons"] == ["application call 1: the answer changed"]

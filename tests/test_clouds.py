@@ -344,6 +344,37 @@ def test_an_exchange_replay_cannot_answer_names_the_fix(pytester: pytest.Pyteste
     )
 
 
+@pytest.mark.parametrize(
+    ("case", "provider", "model"),
+    [
+        ("azure_content_filter_results", "azure", "gpt-4o-mini-2024-07-18"),
+        ("azure_stream_prompt_filter_chunk", "azure", "gpt-4o-mini-2024-07-18"),
+        ("gemini_model_armor_block", "vertex_ai", "gemini-2.5-flash"),
+    ],
+)
+def test_real_cloud_replies_are_priced_by_their_provider(
+    case: str, provider: str, model: str
+) -> None:
+    """Real Azure and Vertex bodies (``tests/corpus``): litellm prices the model they name
+    with the provider their URL names."""
+    from pytest_harness import _wire
+    from pytest_harness._pytest_glue.watch import priced
+
+    corpus = Path(__file__).parent / "corpus"
+    records = [
+        r for f in ("chat.json", "gemini.json") for r in json.loads((corpus / f).read_text())
+    ]
+    (record,) = [r for r in records if r["case"] == case]
+    request = json.dumps(record["request"]).encode()
+    headers = {"content-type": [record["content_type"]]}
+    body = record["response"].encode()
+    found = _wire.recognise(record["uri"], request, record["status"], headers, body)
+    assert found is not None
+    assert (found.provider, found.model) == (provider, model)
+    if found.response.usage.total_tokens:  # the Azure stream asked for no usage
+        assert (priced(found).cost or 0) > 0
+
+
 # --- credentials on its own ---
 
 

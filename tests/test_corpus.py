@@ -620,6 +620,8 @@ AGREEING = {
     "gemini_results_with_own_ids": "pydantic-ai's results, with its own ids, answer by name",
     "gemini_image_only": "an image-only reply (inlineData): its media, no text",
     "gemini_model_armor_block": "a Model Armor block (Vertex): a refusal",
+    "azure_content_filter_results": "Azure's content_filter_results and prompt_filter_results",
+    "azure_stream_prompt_filter_chunk": "Azure's first stream chunk: no choices, no model",
 }
 
 

@@ -675,7 +675,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        if "form-urlencoded" in (self.headers.get("Content-Type") or ""):
+        form = "form-urlencoded" in (self.headers.get("Content-Type") or "")
+        if form and self.path.partition("?")[0].endswith("/token"):
             self._token(self.rfile.read(length))
             return
         try:
@@ -707,8 +708,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _token(self, form: bytes) -> None:
         """An OAuth 2 token request (RFC 6749, section 4): a fixed token, one hour long."""
         grant = parse_qs(form.decode("utf-8", "replace")).get("grant_type", [""])[0]
-        if not self.path.partition("?")[0].endswith("/token") or not grant:
-            self._send(400, {"error": "invalid_request"})
+        if not grant:
+            self._send(400, {"error": "invalid_request", "error_description": "no grant_type"})
             return
         self.owner.grants.append(grant)
         token = {"access_token": _LOOPBACK_TOKEN, "token_type": "Bearer", "expires_in": 3600}

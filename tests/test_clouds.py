@@ -211,7 +211,7 @@ def _service_account(folder: Path, token_uri: str) -> tuple[Path, str]:
 
 def _written(folder: Path) -> dict[str, str]:
     """Every file the runs wrote: cassettes, the JSON and HTML reports, the JUnit XML."""
-    names = ("cassettes/**/*", "report.json", "report.html", "junit*.xml")
+    names = ("cassettes/**/*", "*.json", "report.html", "junit*.xml")
     found = {p for name in names for p in folder.glob(name) if p.is_file()}
     return {str(path.relative_to(folder)): path.read_text() for path in sorted(found)}
 
@@ -249,12 +249,13 @@ def test_azure_and_vertex_record_no_credential_and_replay_with_none(
     monkeypatch.setenv("AZURE_CLIENT_SECRET", AZURE_CLIENT_SECRET)
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
     run = pytester.runpytest_subprocess
-    flags = ("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-report=report.json")
-    result = run(*flags, "--harness-live", "--junitxml=junit-live.xml", "-k", "not entra_id_token")
-    result.assert_outcomes(passed=7)
+    flags = ("-p", "no:cacheprovider", "-p", "no:randomly")
+    live = (*flags, "--harness-live", "--junitxml=junit-live.xml", "--harness-report=live.json")
+    run(*live, "-k", "not entra_id_token").assert_outcomes(passed=7)
     monkeypatch.delenv("AZURE_OPENAI_API_KEY")  # Entra ID alone
     monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", ENTRA_JWT)
-    run(*flags, "--harness-live", "-k", "entra_id_token").assert_outcomes(passed=1)
+    live = (*flags, "--harness-live", "--harness-report=report.html")
+    run(*live, "-k", "entra_id_token").assert_outcomes(passed=1)
     # Each token exchange went to the server live: the refresh token, the service account's
     # signed assertion, Entra ID's client secret.
     grants = sorted(set(model_server.grants))
@@ -268,12 +269,20 @@ def test_azure_and_vertex_record_no_credential_and_replay_with_none(
     for name in (*CREDENTIAL_VARIABLES, "AZURE_OPENAI_AD_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     adc.unlink()
-    replayed = run(*flags, "--junitxml=junit.xml", "--harness-report=report.html")
+    replayed = run(*flags, "--junitxml=junit.xml", "--harness-report=report.json")
     replayed.assert_outcomes(passed=8)
     assert "GOOGLE_APPLICATION_CREDENTIALS" not in os.environ
+    # The stand-in tokens were the harness's answers: nothing ran live, nothing was unused.
+    rows = json.loads((pytester.path / "report.json").read_text())["replay"]
+    assert len(rows) == 8
+    assert [
+        (row["test"], row["live"], row["unused"]) for row in rows if row["live"] or row["unused"]
+    ] == []
 
     written = _written(pytester.path)
-    assert {"report.json", "report.html", "junit.xml", "junit-live.xml"} <= set(written)
+    assert {"live.json", "report.json", "report.html", "junit.xml", "junit-live.xml"} <= set(
+        written
+    )
     assert len([name for name in written if name.startswith("cassettes")]) == 8
     for name, text in written.items():
         for secret in [*SECRETS, key_line]:
@@ -292,6 +301,10 @@ def test_azure_and_vertex_record_no_credential_and_replay_with_none(
         assert (used["cost"] or 0) > 0, test
     assert usage["test_key_chat_and_tools"]["calls"] == 2
     assert usage["test_access_token_and_tools"]["calls"] == 2
+    # A token exchange is no model call.
+    assert usage["test_entra_token_provider"]["calls"] == 1
+    assert usage["test_refreshed_user_credentials"]["calls"] == 1
+    assert usage["test_application_default_credentials"]["calls"] == 1
 
 
 AZURE_VERSION = """
@@ -373,6 +386,23 @@ def test_real_cloud_replies_are_priced_by_their_provider(
     assert (found.provider, found.model) == (provider, model)
     if found.response.usage.total_tokens:  # the Azure stream asked for no usage
         assert (priced(found).cost or 0) > 0
+
+
+def test_replay_stands_in_for_google_credentials_only_where_there_are_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_harness._pytest_glue.item import _replay_keys
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    stand_in = Path(_replay_keys()["GOOGLE_APPLICATION_CREDENTIALS"])
+    info = json.loads(stand_in.read_text())
+    assert info["type"] == "authorized_user"
+    assert all("not-a-secret" in info[key] for key in ("client_secret", "refresh_token"))
+    (tmp_path / "application_default_credentials.json").write_text("{}")  # gcloud's
+    assert "GOOGLE_APPLICATION_CREDENTIALS" not in _replay_keys()
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/the/users/own.json")
+    assert "GOOGLE_APPLICATION_CREDENTIALS" not in _replay_keys()
 
 
 # --- credentials on its own ---

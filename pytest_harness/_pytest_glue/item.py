@@ -497,7 +497,8 @@ def _matrix_model(item: pytest.Item, session: Settings) -> str | None:
 
 
 def _replay_keys() -> dict[str, str]:
-    """Placeholder API keys for the SDKs that refuse to start without one (replay only).
+    """Placeholder API keys for the SDKs that refuse to start without one (replay only), and
+    a stand-in Google credentials file where none is found (``GOOGLE_APPLICATION_CREDENTIALS``).
 
     Recording needed a key; replay sends nothing (the cassette answers, the network is
     guarded), so a plain ``pytest`` needs none: a key that is set is left as it is.

@@ -405,6 +405,41 @@ def test_replay_stands_in_for_google_credentials_only_where_there_are_none(
     assert "GOOGLE_APPLICATION_CREDENTIALS" not in _replay_keys()
 
 
+OLD_RECORDING = """
+import openai, pytest, requests
+from conftest import ROOT
+
+@pytest.mark.harness
+def test_refresh_then_chat():
+    form = {"grant_type": "refresh_token", "refresh_token": "r"}
+    token = requests.post(ROOT + "/token", data=form, timeout=5).json()["access_token"]
+    client = openai.OpenAI(base_url=ROOT + "/v1", api_key=token)
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Capital?"}])
+    assert reply.choices[0].message.content == "Paris"
+"""
+
+
+def test_an_exchange_an_older_version_recorded_is_neither_played_nor_unused(
+    pytester: pytest.Pytester, model_server: LoopbackServer
+) -> None:
+    pytester.makeini("[pytest]\nharness_strict_replay = true\n")
+    pytester.makeconftest(f"ROOT = {model_server.root!r}\n")
+    pytester.makepyfile(test_old=OLD_RECORDING)
+    flags = ("-p", "no:cacheprovider", "-p", "no:randomly")
+    pytester.runpytest(*flags, "--harness-live").assert_outcomes(passed=1)
+    (path,) = (pytester.path / "cassettes").rglob("*.yaml")
+    data = json.loads(path.read_text())
+    (chat,) = data["interactions"]
+    assert "/token" not in json.dumps(chat)
+    exchange = json.loads(json.dumps(chat))  # as an older version kept it, before the chat
+    exchange["request"].update(uri=model_server.root + "/token", body="grant_type=x")
+    data["interactions"] = [exchange, chat]
+    path.write_text(json.dumps(data))
+    model_server.stop()
+    pytester.runpytest(*flags).assert_outcomes(passed=1)  # strict: none left unused
+
+
 # --- credentials on its own ---
 
 

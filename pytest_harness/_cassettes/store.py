@@ -487,12 +487,16 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def played(self) -> list[tuple[int, Mapping[str, Any], bool]]:
         """Each interaction of the loaded file that replay could play (not of a host whose
-        traffic passes through): its index, itself as the file holds it, and whether this
-        test played it."""
-        return [
+        traffic passes through, nor a credential exchange): its index, itself as the file
+        holds it, and whether this test played it."""
+        played = [
             (index, stored, self.play_counts[index] > 0)
             for index, stored in enumerate(self._stored)
-            if not self._passes(str(stored["request"]["uri"])) and not _stored_exchange(stored)
+            if not self._passes(str(stored["request"]["uri"]))
+        ]
+        # Only one not played may be an exchange (one an older version recorded).
+        return [
+            (i, stored, used) for i, stored, used in played if used or not _stored_exchange(stored)
         ]
 
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:

@@ -21,9 +21,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any, TypeAlias
+from urllib.parse import parse_qs
 
 __all__ = ["LoopbackServer", "Reply", "ReplyHandler", "ToolCallSpec"]
 
+# The access token the token route hands out, in Google's shape (``ya29.``): a test can
+# check that no token reaches a cassette.
+_LOOPBACK_TOKEN = "ya29.loopback-access-token-not-a-secret-0123456789"
 CREATED = 1_700_000_000  # a fixed timestamp keeps bodies byte-identical between runs
 
 
@@ -583,10 +587,20 @@ class LoopbackServer:
       model); base URL ``url``.
     - ``POST …/v1/messages``: Anthropic Messages (``anthropic.Anthropic(base_url=root)``).
     - ``POST …/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``:
-      Gemini (``google.genai.Client(http_options={"base_url": root})``).
+      Gemini (``google.genai.Client(http_options={"base_url": root})``), and Vertex AI's
+      ``/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{model}:…``
+      (``vertexai=True``, the same ``base_url``).
     - ``POST /api/chat`` and ``/api/generate``: Ollama's own API, NDJSON-streamed unless the
       request says ``"stream": false`` (``ollama.Client(host=root)``); ``GET /api/tags``
       and ``/api/version`` answer too.
+    - Azure OpenAI's routes, as OpenAI's formats: ``/openai/deployments/{d}/chat/completions
+      ?api-version=…``, ``/openai/responses``, ``/openai/v1/…``
+      (``openai.AzureOpenAI(azure_endpoint=root)``).
+    - ``POST …/token`` with a form body: an OAuth 2 token endpoint answering an access token,
+      for credentials whose ``token_uri`` is ``root + "/token"`` (google-auth's
+      ``Credentials(refresh_token=…, token_uri=…)``, a ``service_account`` key file; an
+      ``authorized_user`` file's is ignored by google-auth). Not a model request: not in
+      ``requests``; its grant types are in ``grants``.
 
     A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
     ``:streamGenerateContent``; Ollama: unless it says ``"stream": false``). Ids and
@@ -596,11 +610,13 @@ class LoopbackServer:
         requests: Every request body received, in arrival order.
         paths: The path (and query) of each of those requests, in the same order.
         handler: Chooses the reply; by default the next queued reply, else ``Reply()``.
+        grants: The ``grant_type`` of each token request (``POST …/token``), in order.
     """
 
     def __init__(self, handler: ReplyHandler | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.grants: list[str] = []
         self.handler: ReplyHandler = handler or self._next_queued
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -645,6 +661,7 @@ class LoopbackServer:
             self._queue.clear()
             self.requests.clear()
             self.paths.clear()
+            self.grants.clear()
         return unused
 
     def _next_queued(self, body: dict[str, Any]) -> Reply:
@@ -736,6 +753,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
+        form = "form-urlencoded" in (self.headers.get("Content-Type") or "")
+        if form and self.path.partition("?")[0].endswith("/token"):
+            self._token(self.rfile.read(length))
+            return
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
@@ -771,6 +792,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         lines = [(json.dumps(part) + "\n").encode() for part in ollama_parts(body, api, reply)]
         self._stream(lines, reply, "application/x-ndjson")
+
+    def _token(self, form: bytes) -> None:
+        """An OAuth 2 token request (RFC 6749, section 4): a fixed token, one hour long."""
+        grant = parse_qs(form.decode("utf-8", "replace")).get("grant_type", [""])[0]
+        if not grant:
+            self._send(400, {"error": "invalid_request", "error_description": "no grant_type"})
+            return
+        self.owner.grants.append(grant)
+        token = {"access_token": _LOOPBACK_TOKEN, "token_type": "Bearer", "expires_in": 3600}
+        self._send(200, token)
 
     def _stream(self, events: list[bytes], reply: Reply, ctype: str = "text/event-stream") -> None:
         payload = b"".join(events)

@@ -655,6 +655,8 @@ AGREEING = {
     "ollama_generate_whole": "Ollama's /api/generate reply (stream false), its counts",
     "ollama_generate_stream": "Ollama's NDJSON stream of /api/generate parts, added up",
     "ollama_chat_tool_call": "Ollama's tool call: no id, its arguments an object",
+    "azure_content_filter_results": "Azure's content_filter_results and prompt_filter_results",
+    "azure_stream_prompt_filter_chunk": "Azure's first stream chunk: no choices, no model",
 }
 
 

@@ -64,6 +64,7 @@ DEFAULT_HEADERS = [
     "api-key",
     "authorization",
     "cookie",
+    "ocp-apim-subscription-key",
     "openai-organization",
     "openai-project",
     "proxy-authorization",
@@ -112,7 +113,17 @@ def test_with_extra_adds_to_the_defaults_lower_cased() -> None:
 # -- redact_request: URL query ---------------------------------------------------------------
 
 
-DEFAULT_QUERY = ["access_token", "api-key", "api_key", "apikey", "key", "sig", "signature", "token"]
+DEFAULT_QUERY = [
+    "access_token",
+    "api-key",
+    "api_key",
+    "apikey",
+    "key",
+    "sig",
+    "signature",
+    "subscription-key",
+    "token",
+]
 
 
 def test_the_default_query_parameters_are_the_documented_ones() -> None:

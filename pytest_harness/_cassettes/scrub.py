@@ -51,10 +51,15 @@ class Redaction:
             # AWS: an STS session token (SSO, assumed roles), a live credential; Azure's
             # ``api-key`` is above and its Entra ID token travels in ``authorization``.
             "x-amz-security-token",
+            # Azure API Management's subscription key: the gateway companies put in front of
+            # Azure OpenAI (and of other models) asks for it in place of ``api-key``.
+            "ocp-apim-subscription-key",
         }
     )
     query_params: frozenset[str] = frozenset(
         {"key", "api_key", "api-key", "access_token", "token", "apikey", "sig", "signature"}
+        # Azure API Management's subscription key, sent in the query in place of its header.
+        | {"subscription-key"}
     )
     response_headers: frozenset[str] = frozenset(
         {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}

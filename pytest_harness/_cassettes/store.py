@@ -37,6 +37,7 @@ from vcr.request import Request
 from pytest_harness._cassettes import (
     bodies,
     checksum,
+    credentials,
     interactions,
     matching,
     mcp,
@@ -345,8 +346,11 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
             path,
             persister=Persister,
             record_mode=_RECORD_MODES[mode],
+            # A request of a host that passes through, or a credential exchange, is not kept.
             before_record_request=lambda request: (
-                None if passes(request.uri) else scrub.redact_request(_bytes(request), redaction)
+                None
+                if passes(request.uri) or _exchange(request) is not None
+                else scrub.redact_request(_bytes(request), redaction)
             ),
             before_record_response=lambda response: scrub.redact_response(
                 _decoded(response), redaction
@@ -409,6 +413,9 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
     def play_response(self, request: Any) -> Any:
         if mcp.standing_stream(request.method, request.headers):
             return copy.deepcopy(mcp.NOT_OFFERED)  # an MCP session's GET stream: not recorded
+        found = _exchange(request)
+        if found is not None:  # an OAuth token request in replay (``_exchanged``)
+            return credentials.stand_in(found)  # not a model call: no watcher sees it
         response = self._play_next(request)
         if interactions.FAILURE in response:
             raise response[interactions.FAILURE].error()
@@ -480,12 +487,16 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
 
     def played(self) -> list[tuple[int, Mapping[str, Any], bool]]:
         """Each interaction of the loaded file that replay could play (not of a host whose
-        traffic passes through): its index, itself as the file holds it, and whether this
-        test played it."""
-        return [
+        traffic passes through, nor a credential exchange): its index, itself as the file
+        holds it, and whether this test played it."""
+        played = [
             (index, stored, self.play_counts[index] > 0)
             for index, stored in enumerate(self._stored)
             if not self._passes(str(stored["request"]["uri"]))
+        ]
+        # Only one not played may be an exchange (one an older version recorded).
+        return [
+            (i, stored, used) for i, stored, used in played if used or not _stored_exchange(stored)
         ]
 
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
@@ -499,6 +510,9 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if self._passes(request.uri):
             self.passed.append(f"{request.method} {request.uri.partition('?')[0]}")
             return False  # an ignored host: the request passes through
+        found = _exchange(request)
+        if found is not None:
+            return self._exchanged(request, found)
         if mcp.standing_stream(request.method, request.headers):
             return True  # answered "not offered" (play_response), in recording too
         replays = self.rewound or self.allow_playback_repeats
@@ -515,6 +529,18 @@ class HarnessCassette(Cassette):  # type: ignore[misc]
         if call is not None:
             self._seam_sent[call] = request  # what a seam call that fails is recorded with
         return False
+
+    def _exchanged(self, request: Any, found: credentials.Exchange) -> bool:
+        """Whether a credential exchange (``credentials``) is answered here: while recording
+        it goes to its server (and is stored nowhere: ``before_record_request`` drops it);
+        in replay an OAuth token request gets a stand-in token, any other is refused."""
+        if not self.write_protected:
+            return False
+        if found.token:
+            return True
+        miss = CassetteMiss(credentials.refusal(found, str(request.method), str(request.uri)))
+        self.misses.append(miss)
+        raise miss
 
     def lookup(self, uri: str, body: bytes) -> tuple[Any, dict[str, Any] | None]:
         """An exchange that is not HTTP (a recorded tool's call, an MCP stdio message: ``uri``
@@ -682,6 +708,19 @@ def _body_problem(method: str, response: Mapping[str, Any]) -> str | None:
         except (ValueError, RecursionError) as error:
             return f"is not the JSON its Content-Type says ({error})"
     return None
+
+
+def _exchange(request: Any) -> credentials.Exchange | None:
+    """The credential exchange ``request`` is (``credentials.exchange``), or None."""
+    return credentials.exchange(request.method, request.uri, _bytes(request).body)
+
+
+def _stored_exchange(stored: Mapping[str, Any]) -> bool:
+    """Whether a stored interaction is a credential exchange (one an older version recorded):
+    replay never plays it, so it is not counted as unused."""
+    request = stored["request"]
+    body = bodies.body_bytes(request.get("body"))
+    return credentials.exchange(request.get("method"), request.get("uri"), body) is not None
 
 
 def _bytes(request: Any) -> Any:

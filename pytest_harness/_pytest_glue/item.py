@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -493,7 +497,8 @@ def _matrix_model(item: pytest.Item, session: Settings) -> str | None:
 
 
 def _replay_keys() -> dict[str, str]:
-    """Placeholder API keys for the SDKs that refuse to start without one (replay only).
+    """Placeholder API keys for the SDKs that refuse to start without one (replay only), and
+    a stand-in Google credentials file where none is found (``GOOGLE_APPLICATION_CREDENTIALS``).
 
     Recording needed a key; replay sends nothing (the cassette answers, the network is
     guarded), so a plain ``pytest`` needs none: a key that is set is left as it is.
@@ -510,7 +515,43 @@ def _replay_keys() -> dict[str, str]:
     if not (os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")):
         keys["AWS_ACCESS_KEY_ID"] = _AWS_REPLAY_KEY_ID
         keys["AWS_SECRET_ACCESS_KEY"] = REPLAY_KEY
+    # google-genai on Vertex AI (``vertexai=True``) looks for application default
+    # credentials, and refuses to start without any: a stand-in whose token refresh the
+    # cassette answers (``credentials.stand_in``).
+    if not (os.environ.get("GOOGLE_APPLICATION_CREDENTIALS") or _gcloud_adc().is_file()):
+        keys["GOOGLE_APPLICATION_CREDENTIALS"] = str(_stand_in_adc())
     return keys
+
+
+def _gcloud_adc() -> Path:
+    """Where gcloud keeps the user's application default credentials (google-auth's
+    ``_cloud_sdk.get_application_default_credentials_path``, without importing it)."""
+    folder = os.environ.get("CLOUDSDK_CONFIG")
+    if not folder:
+        if os.name == "nt":
+            folder = os.path.join(os.environ.get("APPDATA", ""), "gcloud")
+        else:
+            folder = os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+    return Path(folder, "application_default_credentials.json")
+
+
+@cache
+def _stand_in_adc() -> Path:
+    """A stand-in ``authorized_user`` credentials file, written once per process in a
+    temporary folder removed at exit. It holds no secret: its refresh asks for a token, which
+    replay answers with a stand-in."""
+    folder = tempfile.mkdtemp(prefix="pytest-harness-adc-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = Path(folder, "application_default_credentials.json")
+    placeholder = "pytest-harness-replay-not-a-secret"
+    stand_in = {
+        "type": "authorized_user",
+        "client_id": "pytest-harness-replay",
+        "client_secret": placeholder,
+        "refresh_token": placeholder,
+    }
+    path.write_text(json.dumps(stand_in), encoding="utf-8")
+    return path
 
 
 # The access key id replay signs with: in AWS's shape (20 upper-case letters and digits),

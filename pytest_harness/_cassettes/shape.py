@@ -43,7 +43,7 @@ _READ = {
     "request.body.": frozenset({"base64", "json", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
     "response.status.": frozenset({"code", "message"}),
-    "response.body.": frozenset({"string", "base64", "json", "events", "form"}),
+    "response.body.": frozenset({"string", "base64", "json", "events", "eventstream", "form"}),
 }
 
 
@@ -243,7 +243,8 @@ def _response_body(body: Any) -> str | None:
         return None
     if not isinstance(body, dict):
         return (
-            "response.body must be a mapping with 'string', 'base64', 'json' or 'events', "
+            "response.body must be a mapping with 'string', 'base64', 'json', 'events' or "
+            "'eventstream', "
             f"got {_kind(body)}"
         )
     if bodies.is_stored_form(body):

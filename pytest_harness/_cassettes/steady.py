@@ -113,6 +113,9 @@ VOLATILE_FIELDS = frozenset(
         "item_id",
         "call_id",
         "timings",
+        # Bedrock: the random padding of each stream event, and a Converse reply's latency.
+        "p",
+        "latencyMs",
     }
 )
 # The port a loopback URL is stored with: 0 reads "a free port", as a server binds it.

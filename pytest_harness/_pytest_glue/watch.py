@@ -42,6 +42,8 @@ MAX_MESSAGES = 20  # a request's messages the report shows: its first, then the 
 # Endpoints whose requests spend money: the budget refuses only these.
 _PAID = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
 _PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
+# Bedrock's runtime operations (``/model/{modelId}/…``).
+_PAID_BEDROCK = ("/converse", "/converse-stream", "/invoke", "/invoke-with-response-stream")
 
 
 @dataclass(eq=False)
@@ -133,7 +135,7 @@ class Budget:
     def gate(self, uri: str) -> None:
         """Refuse a live model request (``BudgetExceeded``) once a limit is reached."""
         path = uri.partition("?")[0]
-        if not (path.endswith(_PAID) or path.endswith(_PAID_METHODS)):
+        if not path.endswith(_PAID + _PAID_METHODS + _PAID_BEDROCK):
             return
         spent = self.spend.cost or 0.0
         if self.max_cost is not None and spent >= self.max_cost:

@@ -1,8 +1,8 @@
 """A scripted model server on loopback, for tests: ``LoopbackServer`` and its ``Reply`` values.
 
 It is a real HTTP server answering in the wire formats the harness reads (OpenAI Chat
-Completions and Responses, Anthropic Messages, Gemini, AWS Bedrock), so litellm, the official SDKs and
-the agent frameworks run against it unchanged, through the cassettes and the checks:
+Completions and Responses, Anthropic Messages, Gemini, AWS Bedrock), so litellm, the official
+SDKs and the agent frameworks run against it unchanged, through the cassettes and the checks:
 
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))
@@ -476,7 +476,9 @@ def _joined_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # AWS Bedrock: Converse replies and ConverseStream events; InvokeModel with Anthropic bodies.
-_BEDROCK_PATH = re.compile(r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$")
+_BEDROCK_PATH = re.compile(
+    r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$"
+)
 _BEDROCK_STOPS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -648,8 +650,8 @@ class LoopbackServer:
       ``{"message": ...}`` with ``x-amzn-ErrorType`` (429: ``ThrottlingException``).
 
     A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
-    ``:streamGenerateContent``; Bedrock: ``-stream`` operations). Ids and timestamps are fixed: the same requests get the same
-    bytes, run after run.
+    ``:streamGenerateContent``; Bedrock: its ``-stream`` operations). Ids and timestamps are
+    fixed: the same requests get the same bytes, run after run.
 
     Attributes:
         requests: Every request body received, in arrival order.

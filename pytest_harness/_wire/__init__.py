@@ -248,7 +248,9 @@ def request_api(uri: str, body: bytes | str | None) -> str | None:
     cassette miss)."""
     path = uri.partition("?")[0] if isinstance(uri, str) else ""
     data = as_dict(loads(decode(body)))
-    api = bedrock.request_api(path, data) or next((api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None)
+    api = bedrock.request_api(path, data) or next(
+        (api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None
+    )
     if api is not None:
         return api
     return next((api for field, api in _REQUEST_FIELDS.items() if field in data), None)

@@ -86,7 +86,7 @@ def request_api(uri: str, data: dict[str, Any]) -> str | None:
     found = operation(uri)
     if found is None:
         return None
-    if found[1] in _CONVERSE or "messages" in data and "anthropic_version" not in data:
+    if found[1] in _CONVERSE or ("messages" in data and "anthropic_version" not in data):
         return API
     return "anthropic.messages" if "anthropic_version" in data else None
 
@@ -131,7 +131,9 @@ def _turn(message: dict[str, Any]) -> Turn:
 def _result_text(result: dict[str, Any]) -> str:
     """A toolResult's content: its text parts, its JSON parts written out."""
     parts = as_dicts(result.get("content"))
-    return joined([as_str(p.get("text")) if "text" in p else json_text(p.get("json")) for p in parts])
+    return joined(
+        [as_str(p.get("text")) if "text" in p else json_text(p.get("json")) for p in parts]
+    )
 
 
 def _results(messages: list[dict[str, Any]]) -> tuple[SentResult, ...]:

@@ -243,8 +243,7 @@ def _response_body(body: Any) -> str | None:
         return None
     if not isinstance(body, dict):
         return (
-            "response.body must be a mapping with 'string', 'base64', 'json', 'events' or "
-            "'eventstream', "
+            "response.body must be a mapping with 'string', 'base64', 'json' or 'events', "
             f"got {_kind(body)}"
         )
     if bodies.is_stored_form(body):

@@ -205,7 +205,7 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
     kinds = {event_kind(name, data) for name, data in sent}
     if any(kind.startswith("response.") for kind in kinds):
         return responses.read_events(sent)
-    if kinds & bedrock.EVENTS:
+    if kinds & bedrock.CONVERSE_EVENTS:
         return bedrock.read_events(sent)
     if kinds & anthropic.EVENTS:
         return anthropic.read_events(sent)

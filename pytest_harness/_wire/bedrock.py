@@ -56,7 +56,7 @@ _PATH = re.compile(r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with
 # The operations that answer in Converse's shape, whatever the model.
 _CONVERSE = frozenset({"converse", "converse-stream"})
 # The event types only a ConverseStream sends (by them a stream is told to be one).
-EVENTS = frozenset(
+CONVERSE_EVENTS = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop"}
 )
 _REFUSED = frozenset({"guardrail_intervened", "content_filtered"})

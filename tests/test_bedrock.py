@@ -125,7 +125,7 @@ CONVERSE = {
     },
     "stopReason": "tool_use",
     "usage": {
-        "inputTokens": 10,
+        "inputTokens": 7,  # the prompt's tokens neither read from nor written to the cache
         "outputTokens": 5,
         "totalTokens": 15,
         "cacheReadInputTokens": 2,

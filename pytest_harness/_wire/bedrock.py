@@ -60,6 +60,8 @@ CONVERSE_EVENTS = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop"}
 )
 _REFUSED = frozenset({"guardrail_intervened", "content_filtered"})
+# The prompt's tokens: ``inputTokens`` counts those neither read from nor written to the cache.
+_PROMPT = ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 
 
 def operation(uri: str) -> tuple[str, str] | None:
@@ -218,7 +220,7 @@ def _reply(blocks: Any, stop: Any, counted: Any, *, stopped: bool) -> Found | No
         finish_reason=reason,
         interrupted=not stopped or reason is None,
         usage=usage(
-            tokens.get("inputTokens"),
+            sum(as_int(tokens.get(k)) for k in _PROMPT),
             tokens.get("outputTokens"),
             tokens.get("totalTokens"),
             tokens.get("cacheReadInputTokens"),

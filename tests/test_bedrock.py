@@ -15,7 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_harness._cassettes import bodies, steady
-from pytest_harness._wire import eventstream, read_request, recognise, recognise_parsed
+from pytest_harness._wire import (
+    eventstream,
+    read_request,
+    recognise,
+    recognise_parsed,
+    request_api,
+)
 from pytest_harness._wire.eventstream import Frame, Header
 from pytest_harness.testing import LoopbackServer, Reply, ToolCallSpec
 
@@ -385,6 +391,29 @@ def test_frames_that_would_not_write_back_stay_base64() -> None:
     assert "base64" in bodies.stored_body(typed + b"\x00")  # type: ignore[operator]
 
 
+@given(st.dictionaries(st.sampled_from(["eventstream", "form", "x"]), json_values, max_size=3))
+def test_a_hand_edited_frame_list_is_a_problem_never_a_crash(body: dict[str, Any]) -> None:
+    stored = {"eventstream": [], "form": "compact", **body}
+    problem = bodies.problem(stored)
+    if problem is None:
+        assert isinstance(bodies.body_bytes(stored), bytes)
+
+
+def test_a_nova_invoke_is_read_as_converse() -> None:
+    """Nova's InvokeModel body and reply have Converse's shape."""
+    nova = "amazon.nova-lite-v1:0"
+    asked = {"schemaVersion": "messages-v1", "messages": USER, "system": [{"text": "Brief."}]}
+    found = recognise(url("invoke", nova), json.dumps(asked), 200, {}, json.dumps(CONVERSE))
+    assert found is not None
+    assert (found.api, found.model, found.response.content) == (
+        "bedrock.converse",
+        nova,
+        "Let me look.",
+    )
+    assert request_api(url("invoke", nova), json.dumps(asked)) == "bedrock.converse"
+    assert read_request("bedrock.converse", json.dumps(asked)).system == "Brief."
+
+
 def test_a_rerecording_differing_in_padding_and_latency_is_the_same_answer() -> None:
     def response(padding: str, latency: int) -> dict[str, Any]:
         events = [("messageStart", {"role": "assistant", "p": padding}), *STREAMED[1:]]
@@ -621,6 +650,7 @@ def test_boto3_records_with_a_session_token_and_replays_with_no_credentials(
     assert report.count('"api": "anthropic.messages"') == 2  # the invokes
     stream = pytester.path / "cassettes" / "test_bedrock_app" / "test_converse_stream.yaml"
     assert '"eventstream": [' in stream.read_text()
+    assert_rerecording_keeps_the_files(pytester)
     model.stop()
 
     no_aws(monkeypatch, outside)
@@ -631,6 +661,23 @@ def test_boto3_records_with_a_session_token_and_replays_with_no_credentials(
     assert_nowhere(pytester.path, [*CREDENTIALS.values(), *sent])
     cost = json.loads((pytester.path / "replay.json").read_text())
     assert priced(cost) > 0
+
+
+def assert_rerecording_keeps_the_files(pytester: pytest.Pytester) -> None:
+    """Recorded again, the same answers leave every cassette as it was; each reads as a
+    recording whose comparison with itself is ``same``, the tool loop's call in it."""
+    from pytest_harness._changes import compare, read
+
+    files = sorted((pytester.path / "cassettes").rglob("*.yaml"))
+    before = [path.read_bytes() for path in files]
+    again = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live")
+    again.assert_outcomes(passed=4)
+    assert [path.read_bytes() for path in files] == before
+    recordings = {path.stem: read(json.loads(path.read_text())) for path in files}
+    assert recordings["test_converse_tool_loop"].trajectory == (("weather", {"city": "Oslo"}),)
+    for name, recording in recordings.items():
+        assert recording.calls, name
+        assert compare(recording, recording, test=name, cassette=name)["kind"] == "same"
 
 
 def priced(report: Any) -> float:

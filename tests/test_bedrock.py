@@ -731,3 +731,37 @@ def test_an_empty_converse_reply_fails_the_degenerate_check(
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*model '{MODEL}' returned an empty response*"])
+
+
+LITELLM = """
+import pytest
+import pytest_harness
+from conftest import ROOT
+
+MODEL = "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0"
+
+@pytest.mark.harness
+def test_litellm_bedrock():
+    reply = pytest_harness.complete(
+        "Invoke", model=MODEL, aws_bedrock_runtime_endpoint=ROOT, aws_region_name="us-east-1"
+    )
+    assert reply.content == "invoked reply"
+    assert reply.usage.total_tokens > 0
+"""
+
+
+def test_litellm_bedrock_models_record_and_replay_through_the_seam(
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester, model, outside, _kept = project
+    no_aws(monkeypatch, outside)
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(test_bedrock_app=LITELLM)
+    live = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live")
+    live.assert_outcomes(passed=1)
+    assert [path.rpartition("/")[2] for path in model.paths] == ["converse"]
+    assert_nowhere(pytester.path, list(CREDENTIALS.values()))
+    model.stop()
+    no_aws(monkeypatch, outside)
+    pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly").assert_outcomes(passed=1)

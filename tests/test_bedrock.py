@@ -362,7 +362,7 @@ def test_arbitrary_json_never_raises(value: Any, operation: str) -> None:
 
 def test_a_stream_is_stored_as_its_frames_byte_exact() -> None:
     raw = stream_bytes(STREAMED)
-    stored = bodies.stored_body(raw)
+    stored = bodies.stored_body(raw, frames=True)
     assert isinstance(stored, dict)
     assert stored["form"] == "spaced"
     assert stored["eventstream"][0] == {
@@ -379,7 +379,7 @@ def test_a_stream_is_stored_as_its_frames_byte_exact() -> None:
 
 def test_an_invoke_chunk_is_stored_with_its_event_decoded() -> None:
     raw = eventstream.encode([event("chunk", chunk({"type": "message_stop"}))])
-    stored = bodies.stored_body(raw)
+    stored = bodies.stored_body(raw, frames=True)
     assert isinstance(stored, dict)
     assert stored["eventstream"][0]["json"] == {"bytes": {"type": "message_stop"}, "p": "abcdef"}
     assert bodies.body_bytes(stored) == raw
@@ -387,8 +387,8 @@ def test_an_invoke_chunk_is_stored_with_its_event_decoded() -> None:
 
 def test_frames_that_would_not_write_back_stay_base64() -> None:
     typed = eventstream.encode([Frame((Header("n", 4, 1),), b"{}")])
-    assert bodies.stored_body(typed) == {"base64": base64.b64encode(typed).decode()}
-    assert "base64" in bodies.stored_body(typed + b"\x00")  # type: ignore[operator]
+    assert bodies.stored_body(typed, frames=True) == {"base64": base64.b64encode(typed).decode()}
+    assert "base64" in bodies.stored_body(typed + b"\x00", frames=True)  # type: ignore[operator]
 
 
 @given(st.dictionaries(st.sampled_from(["eventstream", "form", "x"]), json_values, max_size=3))
@@ -418,7 +418,7 @@ def test_a_rerecording_differing_in_padding_and_latency_is_the_same_answer() -> 
     def response(padding: str, latency: int) -> dict[str, Any]:
         events = [("messageStart", {"role": "assistant", "p": padding}), *STREAMED[1:]]
         events.append(("metadata", {"usage": {}, "metrics": {"latencyMs": latency}}))
-        body = bodies.stored_body(stream_bytes(events))
+        body = bodies.stored_body(stream_bytes(events), frames=True)
         return {"status": {"code": 200}, "headers": STREAM, "body": body}
 
     assert steady.same_answer(response("abc", 10), response("abcdefgh", 99)) is not None

@@ -738,7 +738,7 @@ def test_bedrock_streams_are_stored_as_their_frames_byte_exact() -> None:
 
     for record in [r for r in RECORDS if "response_base64" in r]:
         raw = response_bytes(record)
-        stored = bodies.stored_body(raw)
+        stored = bodies.stored_body(raw, frames=True)
         assert isinstance(stored, dict), record["case"]
         assert "eventstream" in stored, record["case"]
         assert bodies.body_bytes(stored) == raw, record["case"]

@@ -183,11 +183,13 @@ def _events_text(events: Any, options: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def stored_body(data: bytes | str | None) -> str | dict[str, Any] | None:
+def stored_body(data: bytes | str | None, *, frames: bool = False) -> str | dict[str, Any] | None:
+    """How a body is stored (``stored``, or base64); with ``frames`` (a response's), an AWS
+    event stream as its frames (``stored_frames``)."""
     if data is None:
         return None
     if isinstance(data, bytes):
-        framed = stored_frames(data)
+        framed = stored_frames(data) if frames else None
         if framed is not None:
             return framed
         try:

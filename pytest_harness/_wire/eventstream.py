@@ -64,14 +64,14 @@ def decode(data: bytes) -> list[Frame] | None:
     if not isinstance(data, (bytes, bytearray)):
         return None
     frames: list[Frame] = []
-    view = bytes(data)
-    while view:
-        found = _frame(view)
+    view, at = memoryview(bytes(data)), 0
+    while at < len(view):
+        found = _frame(view[at:])
         if found is None:
             return None
         frame, length = found
         frames.append(frame)
-        view = view[length:]
+        at += length
     return frames
 
 
@@ -85,7 +85,7 @@ def encode(frames: Iterable[Frame]) -> bytes:
     return b"".join(_frame_bytes(frame) for frame in frames)
 
 
-def _frame(data: bytes) -> tuple[Frame, int] | None:
+def _frame(data: memoryview) -> tuple[Frame, int] | None:
     """The first frame of ``data`` and its length, or None when it is damaged or cut."""
     if len(data) < _PRELUDE_LENGTH + _CRC_LENGTH:
         return None
@@ -97,10 +97,10 @@ def _frame(data: bytes) -> tuple[Frame, int] | None:
         return None
     if zlib.crc32(data[:payload_end]) != int.from_bytes(data[payload_end:total], "big"):
         return None
-    headers = _headers(data[_PRELUDE_LENGTH : _PRELUDE_LENGTH + headers_length])
+    headers = _headers(bytes(data[_PRELUDE_LENGTH : _PRELUDE_LENGTH + headers_length]))
     if headers is None:
         return None
-    return Frame(headers, data[_PRELUDE_LENGTH + headers_length : payload_end]), total
+    return Frame(headers, bytes(data[_PRELUDE_LENGTH + headers_length : payload_end])), total
 
 
 def _headers(data: bytes) -> tuple[Header, ...] | None:

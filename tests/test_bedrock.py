@@ -587,6 +587,8 @@ def answer(body: dict[str, Any]) -> Reply:
     if "Weather" in said:
         call = ToolCallSpec(name="weather", arguments={"city": "Oslo"}, id="tooluse_1")
         return Reply(content=None, tool_calls=[call])
+    if "Blocked" in said:
+        return Reply(content="I can't help with that.", finish_reason="guardrail_intervened")
     replies = {"Stream": "streamed reply", "Invoke": "invoked reply", "Chunks": "chunked reply"}
     word = next((w for w in replies if w in said), "")
     return Reply(content=replies.get(word, ""))
@@ -717,10 +719,14 @@ from app import MODEL, client, user
 @pytest.mark.harness
 def test_empty():
     client().converse(modelId=MODEL, messages=user("nothing"))
+
+@pytest.mark.harness
+def test_blocked():
+    client().converse(modelId=MODEL, messages=user("Blocked"))
 """
 
 
-def test_an_empty_converse_reply_fails_the_degenerate_check(
+def test_an_empty_or_blocked_converse_reply_fails_the_response_check(
     project: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester, _model, outside, _kept = project
@@ -729,8 +735,13 @@ def test_an_empty_converse_reply_fails_the_degenerate_check(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
     pytester.makepyfile(test_bedrock_app=DEGENERATE)
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--harness-live")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*model '{MODEL}' returned an empty response*"])
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            f"*model '{MODEL}' returned an empty response*test_empty*",
+            f"*model '{MODEL}' returned a refusal or a block*test_blocked*",
+        ]
+    )
 
 
 LITELLM = """

@@ -1,9 +1,9 @@
 """A scripted model server on loopback, for tests: ``LoopbackServer`` and its ``Reply`` values.
 
 It is a real HTTP server answering in the wire formats the harness reads (OpenAI Chat
-Completions and Responses, Anthropic Messages, Gemini, Ollama's own API), so litellm, the
-official SDKs and the agent frameworks run against it unchanged, through the cassettes and
-the checks:
+Completions and Responses, Anthropic Messages, Gemini, AWS Bedrock, Ollama's own
+API), so litellm, the official SDKs and the agent frameworks run against it unchanged,
+through the cassettes and the checks:
 
     with LoopbackServer() as server:
         server.queue(Reply(content="Paris"))
@@ -12,7 +12,9 @@ the checks:
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import sys
 import threading
 from collections import deque
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any, TypeAlias
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 __all__ = ["LoopbackServer", "Reply", "ReplyHandler", "ToolCallSpec"]
 
@@ -541,6 +543,129 @@ def ollama_body(body: Mapping[str, Any], api: str, reply: Reply) -> dict[str, An
     return {**done, **said}
 
 
+# AWS Bedrock: Converse replies and ConverseStream events; InvokeModel with Anthropic bodies.
+_BEDROCK_PATH = re.compile(
+    r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$"
+)
+_BEDROCK_STOPS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filtered",
+}
+# Bedrock's error types by status (sent in ``x-amzn-ErrorType``; boto3 raises them by name).
+_BEDROCK_ERRORS = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    408: "ModelTimeoutException",
+    424: "ModelErrorException",
+    429: "ThrottlingException",
+    503: "ServiceUnavailableException",
+}
+
+
+def _converse_blocks(reply: Reply, number: int) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        thought = {"text": reply.reasoning, "signature": "loopback"}
+        blocks.append({"reasoningContent": {"reasoningText": thought}})
+    if reply.content is not None:
+        blocks.append({"text": reply.content})
+    for i, call in enumerate(reply.tool_calls):
+        use = {"toolUseId": call.id or f"tooluse_loopback_{number}_{i}", "name": call.name}
+        blocks.append({"toolUse": {**use, "input": _parsed_arguments(call)}})
+    return blocks
+
+
+def _converse_usage(body: Mapping[str, Any], reply: Reply) -> dict[str, int]:
+    prompt = _prompt_words(body) + len(" ".join(_strings(body.get("system") or [])).split())
+    completion = _completion_words(reply)
+    return {"inputTokens": prompt, "outputTokens": completion, "totalTokens": prompt + completion}
+
+
+def converse_body(body: Mapping[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    """The JSON of a Bedrock Converse reply answering ``body`` with ``reply``."""
+    return {
+        "output": {"message": {"role": "assistant", "content": _converse_blocks(reply, number)}},
+        "stopReason": _BEDROCK_STOPS.get(reply.finish or "stop", reply.finish),
+        "usage": _converse_usage(body, reply),
+        "metrics": {"latencyMs": 0},
+    }
+
+
+def converse_events(
+    body: Mapping[str, Any], reply: Reply, number: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The events of a Bedrock ConverseStream reply, as (``:event-type``, payload), in order."""
+    yield "messageStart", {"role": "assistant"}
+    for index, block in enumerate(_converse_blocks(reply, number)):
+        at = {"contentBlockIndex": index}
+        if "toolUse" in block:
+            named = {k: block["toolUse"][k] for k in ("toolUseId", "name")}
+            yield "contentBlockStart", {"start": {"toolUse": named}, **at}
+        for delta in _converse_deltas(block):
+            yield "contentBlockDelta", {"delta": delta, **at}
+        yield "contentBlockStop", at
+    if reply.finish is not None:
+        yield "messageStop", {"stopReason": _BEDROCK_STOPS.get(reply.finish, reply.finish)}
+        usage = _converse_usage(body, reply)
+        yield "metadata", {"usage": usage, "metrics": {"latencyMs": 0}}
+
+
+def _converse_deltas(block: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if "text" in block:
+        yield from ({"text": piece} for piece in _pieces(block["text"]))
+    elif "reasoningContent" in block:
+        thought = block["reasoningContent"]["reasoningText"]
+        yield from ({"reasoningContent": {"text": p}} for p in _pieces(thought["text"]))
+        yield {"reasoningContent": {"signature": thought["signature"]}}
+    else:
+        given = block["toolUse"]["input"]
+        text = given if isinstance(given, str) else json.dumps(given)
+        yield from ({"toolUse": {"input": piece}} for piece in _pieces(text, size=8))
+
+
+def _bedrock_frame(kind: str, payload: bytes, message: str = "event") -> bytes:
+    """One event-stream frame as Bedrock frames its events."""
+    from pytest_harness._wire import eventstream
+
+    headers = (
+        eventstream.Header(":event-type", 7, kind),
+        eventstream.Header(":content-type", 7, "application/json"),
+        eventstream.Header(":message-type", 7, message),
+    )
+    return eventstream.encode([eventstream.Frame(headers, payload)])
+
+
+def bedrock_frames(path: str, body: Mapping[str, Any], reply: Reply, number: int) -> list[bytes]:
+    """The frames of a Bedrock stream: ConverseStream's events, or (an invoke stream) the
+    Anthropic events, each in a ``chunk`` frame as ``{"bytes": base64(event)}``."""
+    if path.endswith("/converse-stream"):
+        events = converse_events(body, reply, number)
+        return [_bedrock_frame(kind, json.dumps(data).encode()) for kind, data in events]
+    chunks = anthropic_events({**body, "model": _bedrock_model(path)}, reply, number)
+    return [
+        _bedrock_frame("chunk", json.dumps({"bytes": _base64(json.dumps(e))}).encode())
+        for e in chunks
+    ]
+
+
+def _base64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+def _bedrock_model(path: str) -> str:
+    found = _BEDROCK_PATH.search(path.partition("?")[0])
+    return unquote(found[1]) if found else "loopback"
+
+
+def _bedrock_error(reply: Reply) -> tuple[dict[str, Any], dict[str, str]]:
+    """Bedrock's error body and its ``x-amzn-ErrorType`` header."""
+    kind = _BEDROCK_ERRORS.get(reply.status, "InternalServerException")
+    return {"message": reply.error}, {"x-amzn-ErrorType": kind, **reply.headers}
+
+
 def _gemini_model(path: str) -> str:
     """The model a Gemini path names: ``…/models/<model>:generateContent``."""
     return path.partition("/models/")[2].partition(":")[0] or "loopback"
@@ -549,6 +674,8 @@ def _gemini_model(path: str) -> str:
 def _api(path: str) -> str:
     """Which wire format a request's path asks for."""
     route = path.partition("?")[0]
+    if _BEDROCK_PATH.search(route):
+        return "bedrock"
     if route.endswith("/responses"):
         return "responses"
     if route.endswith("/messages"):
@@ -574,7 +701,7 @@ def _error_body(api: str, reply: Reply) -> dict[str, Any]:
 
 
 class LoopbackServer:
-    """A threaded model server on 127.0.0.1 and a free port, in the five wire formats.
+    """A threaded model server on 127.0.0.1 and a free port, in the wire formats below.
 
     Script it with ``Reply`` values (plain, streamed, tool calls, think-only, empty, delayed,
     an error status, a malformed body, a stream cut off), queued in order (``queue``) or
@@ -601,10 +728,16 @@ class LoopbackServer:
       ``Credentials(refresh_token=…, token_uri=…)``, a ``service_account`` key file; an
       ``authorized_user`` file's is ignored by google-auth). Not a model request: not in
       ``requests``; its grant types are in ``grants``.
+    - ``POST /model/{modelId}/converse``, ``/converse-stream``, ``/invoke`` and
+      ``/invoke-with-response-stream``: AWS Bedrock (``boto3.client("bedrock-runtime",
+      endpoint_url=root)``): Converse replies, ConverseStream events and (invoke) Anthropic
+      Messages bodies, the streams in AWS event-stream frames; an error status is Bedrock's
+      ``{"message": ...}`` with ``x-amzn-ErrorType`` (429: ``ThrottlingException``).
 
     A reply is streamed when the request says ``"stream": true`` (Gemini: when its path says
-    ``:streamGenerateContent``; Ollama: unless it says ``"stream": false``). Ids and
-    timestamps are fixed: the same requests get the same bytes, run after run.
+    ``:streamGenerateContent``; Bedrock: its ``-stream`` operations; Ollama: unless it says
+    ``"stream": false``). Ids and timestamps are fixed: the same requests get the same
+    bytes, run after run.
 
     Attributes:
         requests: Every request body received, in arrival order.
@@ -767,7 +900,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             threading.Event().wait(reply.delay)
         api = _api(self.path)
-        if reply.status >= 400:
+        if api == "bedrock":
+            self._bedrock(body, reply, number)
+        elif reply.status >= 400:
             self._send(reply.status, _error_body(api, reply), reply.headers)
         elif reply.raw is not None:
             raw = reply.raw.encode() if isinstance(reply.raw, str) else reply.raw
@@ -802,6 +937,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.owner.grants.append(grant)
         token = {"access_token": _LOOPBACK_TOKEN, "token_type": "Bearer", "expires_in": 3600}
         self._send(200, token)
+
+    def _bedrock(self, body: dict[str, Any], reply: Reply, number: int) -> None:
+        """Answer a Bedrock runtime request: its four operations, by the path."""
+        path = self.path.partition("?")[0]
+        if reply.status >= 400:
+            error, headers = _bedrock_error(reply)
+            self._send(reply.status, error, headers)
+        elif reply.raw is not None:
+            raw = reply.raw.encode() if isinstance(reply.raw, str) else reply.raw
+            self._send_bytes(200, raw, "application/json", reply.headers)
+        elif path.endswith(("/converse-stream", "/invoke-with-response-stream")):
+            frames = bedrock_frames(path, body, reply, number)
+            self._stream(frames, reply, "application/vnd.amazon.eventstream")
+        elif path.endswith("/converse"):
+            self._send(200, converse_body(body, reply, number), reply.headers)
+        else:
+            asked = {**body, "model": _bedrock_model(path)}
+            self._send(200, anthropic_body(asked, reply, number), reply.headers)
 
     def _stream(self, events: list[bytes], reply: Reply, ctype: str = "text/event-stream") -> None:
         payload = b"".join(events)

@@ -30,6 +30,7 @@ recorded stream the way they decode a live one.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -304,6 +305,98 @@ def sdk_anthropic_stream(record: dict[str, Any]) -> Reading:
     return anthropic_reading(message)
 
 
+# Bedrock Converse and ConverseStream, read by botocore's own response parser (the
+# ``bedrock-runtime`` service model's operation, ``rest-json``), the event stream included.
+BEDROCK_REFUSALS = {"guardrail_intervened", "content_filtered"}
+
+
+class _RawStream:
+    """The recorded bytes, as botocore's parser takes a streamed body."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self) -> Iterator[bytes]:
+        yield self.data
+
+
+def response_bytes(record: dict[str, Any]) -> bytes:
+    """The recorded body: an event stream's bytes (kept base64), else the text."""
+    if "response_base64" in record:
+        return base64.b64decode(record["response_base64"])
+    return str(record["response"]).encode("utf-8")
+
+
+def sdk_bedrock(record: dict[str, Any]) -> Reading:
+    import botocore.session
+    from botocore.parsers import create_parser
+
+    stream = "response_base64" in record
+    operation = "ConverseStream" if stream else "Converse"
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    raw = response_bytes(record)
+    response = {
+        "status_code": 200,
+        "headers": {"content-type": record["content_type"]},
+        "body": _RawStream(raw) if stream else raw,
+        "context": {"operation_name": operation},
+    }
+    parsed = create_parser("rest-json").parse(
+        response, model.operation_model(operation).output_shape
+    )
+    if stream:
+        return bedrock_stream_reading(list(parsed["stream"]))
+    message = parsed["output"]["message"]
+    return bedrock_reading(message["content"], parsed["stopReason"], parsed["usage"])
+
+
+def bedrock_stream_reading(events: list[dict[str, Any]]) -> Reading:
+    """The reply a ConverseStream's parsed events add up to, as a boto3 user adds them."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, counted = None, {}
+    for item in events:
+        ((kind, data),) = item.items()
+        block = blocks.setdefault(data.get("contentBlockIndex", -1), {})
+        if kind == "contentBlockStart" and "toolUse" in data["start"]:
+            block["toolUse"] = {**data["start"]["toolUse"], "input": ""}
+        elif kind == "contentBlockDelta":
+            delta = data["delta"]
+            if "text" in delta:
+                block["text"] = block.get("text", "") + delta["text"]
+            if "toolUse" in delta:
+                block["toolUse"]["input"] += delta["toolUse"]["input"]
+            if "text" in delta.get("reasoningContent", {}):
+                thought = block.setdefault("reasoningContent", {"reasoningText": {"text": ""}})
+                thought["reasoningText"]["text"] += delta["reasoningContent"]["text"]
+        elif kind == "messageStop":
+            stop = data["stopReason"]
+        elif kind == "metadata":
+            counted = data["usage"]
+    content = [blocks[i] for i in sorted(blocks) if i >= 0 and blocks[i]]
+    return bedrock_reading(content, stop, counted)
+
+
+def bedrock_reading(content: list[dict[str, Any]], stop: Any, counted: dict[str, Any]) -> Reading:
+    calls = [block["toolUse"] for block in content if "toolUse" in block]
+    thoughts = [
+        b["reasoningContent"].get("reasoningText", {}) for b in content if "reasoningContent" in b
+    ]
+    cache = (counted.get("cacheReadInputTokens", 0), counted.get("cacheWriteInputTokens", 0))
+    return Reading(
+        text=joined(block.get("text") for block in content),
+        reasoning=joined((t.get("text") for t in thoughts), "\n\n"),
+        calls=tuple((c["toolUseId"], c["name"], arguments(c["input"])) for c in calls),
+        finish_reason=stop,
+        refusal=f"stopReason: {stop}" if stop in BEDROCK_REFUSALS else None,
+        usage=usage(
+            counted.get("inputTokens", 0) + sum(cache),
+            counted.get("outputTokens"),
+            counted.get("totalTokens"),
+            *cache,
+        ),
+    )
+
+
 # Gemini finish reasons that say the call was refused or blocked (every promptFeedback
 # blockReason does), and those that do not: each value of the SDK's FinishReason is one or
 # the other (test_every_gemini_finish_reason_is_sorted).
@@ -419,6 +512,7 @@ def sdk_reading(record: dict[str, Any]) -> Reading:
         "gemini.generate": (sdk_gemini, sdk_gemini),
         "ollama.chat": (sdk_ollama, sdk_ollama),
         "ollama.generate": (sdk_ollama, sdk_ollama),
+        "bedrock.converse": (sdk_bedrock, sdk_bedrock),
     }
     plain, stream = readers_by_api[record["api"]]
     return stream(record) if streamed(record) else plain(record)
@@ -436,7 +530,7 @@ def request_text(record: dict[str, Any]) -> str | None:
 def ours(record: dict[str, Any]) -> Any:
     """Our reader's ``Recognised`` for the record, or None."""
     headers = {"content-type": [record["content_type"]]}
-    body = record["response"].encode("utf-8")
+    body = response_bytes(record)
     return readers().recognise(record["uri"], request_text(record), 200, headers, body)
 
 
@@ -657,6 +751,12 @@ AGREEING = {
     "ollama_chat_tool_call": "Ollama's tool call: no id, its arguments an object",
     "azure_content_filter_results": "Azure's content_filter_results and prompt_filter_results",
     "azure_stream_prompt_filter_chunk": "Azure's first stream chunk: no choices, no model",
+    "bedrock_tool_use_with_reasoning": "Converse: reasoningContent, text and a toolUse",
+    "bedrock_tool_result_answered": "Converse: a toolResult answers the toolUse before it",
+    "bedrock_cache_write": "Converse: cacheWriteInputTokens counted in the prompt",
+    "bedrock_cache_read": "Converse: cacheReadInputTokens counted in the prompt",
+    "bedrock_stream_tool_use": "ConverseStream: a toolUse's input JSON in pieces",
+    "bedrock_stream_reasoning": "ConverseStream: reasoningContent deltas",
 }
 
 
@@ -666,6 +766,19 @@ def test_reads_as_the_sdk(case: str) -> None:
     assert [line for line in disagreements(BY_CASE[case]) if line not in DOCUMENTED] == []
     if "cached" in case:
         assert sdk_reading(BY_CASE[case]).usage["cached"] > 0
+
+
+def test_bedrock_streams_are_stored_as_their_frames_byte_exact() -> None:
+    """Each real ConverseStream body is stored readably (its frames, their JSON) and writes
+    back to the recorded bytes."""
+    from pytest_harness._cassettes import bodies
+
+    for record in [r for r in RECORDS if "response_base64" in r]:
+        raw = response_bytes(record)
+        stored = bodies.stored_body(raw, frames=True)
+        assert isinstance(stored, dict), record["case"]
+        assert "eventstream" in stored, record["case"]
+        assert bodies.body_bytes(stored) == raw, record["case"]
 
 
 def provider_items(reply: Any) -> list[Any]:

@@ -11,6 +11,11 @@ writing it back gives exactly the bytes that were sent or received (key order, s
 escapes, number spelling): replay stays byte-exact. Anything else stays text (``string``
 for a response, the bare text for a request), or base64 when it is not UTF-8.
 
+An AWS event stream (Bedrock's binary frames) is stored as its frames, ``{"eventstream":
+[{"headers": {...}, "json": payload}], "form": "compact"}``; an invoke stream's ``chunk``
+payload ``{"bytes": base64(event)}`` with its event decoded in place (``"decoded":
+"bytes"``). The same rule holds: stored so only when the frames write back to the same bytes.
+
 Pure functions over plain values: no vcrpy. The SSE text is read by ``_wire.sse``, the one
 reader of server-sent events.
 """
@@ -22,7 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_harness._wire import sse
+from pytest_harness._wire import eventstream, sse
 
 
 class _GoEncoder(json.JSONEncoder):
@@ -62,9 +67,9 @@ def stored(text: str) -> str | dict[str, Any]:
 
 
 def is_stored_form(body: Any) -> bool:
-    """Whether ``body`` is a stored JSON value, event list or list of JSON lines (not text,
-    not base64)."""
-    return isinstance(body, Mapping) and ("json" in body or "events" in body or "lines" in body)
+    """Whether ``body`` is a stored JSON value, event list, list of JSON lines or event-stream
+    frame list (not text, not base64)."""
+    return isinstance(body, Mapping) and any(k in body for k in ("json", "events", "lines", FRAMES))
 
 
 def text(body: Mapping[str, Any]) -> str:
@@ -114,9 +119,9 @@ def stream_events(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def problem(body: Mapping[str, Any]) -> str | None:
-    """What makes a stored JSON value or event list unreadable, or None."""
+    """What makes a stored JSON value, event list or frame list unreadable, or None."""
     try:
-        text(body)
+        frames_bytes(body) if FRAMES in body else text(body)
     except (ValueError, TypeError, RecursionError) as error:
         return str(error)
     return None
@@ -218,10 +223,15 @@ def _events_text(events: Any, options: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def stored_body(data: bytes | str | None) -> str | dict[str, Any] | None:
+def stored_body(data: bytes | str | None, *, frames: bool = False) -> str | dict[str, Any] | None:
+    """How a body is stored (``stored``, or base64); with ``frames`` (a response's), an AWS
+    event stream as its frames (``stored_frames``)."""
     if data is None:
         return None
     if isinstance(data, bytes):
+        framed = stored_frames(data) if frames else None
+        if framed is not None:
+            return framed
         try:
             return stored(data.decode("utf-8"))
         except UnicodeDecodeError:
@@ -238,8 +248,101 @@ def body_bytes(body: str | Mapping[str, Any] | None) -> bytes | None:
         return None
     if isinstance(body, str):
         return body.encode("utf-8")
+    if FRAMES in body:
+        return frames_bytes(body)
     if is_stored_form(body):
         return text(body).encode("utf-8")
     if body.get("base64") is not None:
         return base64.b64decode(body["base64"])
     return str(body.get("string") or "").encode("utf-8")
+
+
+# The stored body field of an AWS event stream's frames.
+FRAMES = "eventstream"
+# A frame field: its payload's ``bytes`` (base64 of JSON) is stored as that JSON.
+_DECODED = "decoded"
+
+
+def stored_frames(data: bytes) -> dict[str, Any] | None:
+    """An AWS event-stream body as its frames (string headers, JSON payloads), or None: not
+    one, or writing the frames back would not give ``data`` byte for byte."""
+    frames = eventstream.decode(data)
+    if not frames:
+        return None
+    texts = [f.payload.decode("utf-8", "replace") for f in frames]
+    found_forms = [_form(v[0], t) for v, t in ((_loads(t), t) for t in texts) if v is not None]
+    forms = set(found_forms) - {None}
+    form = forms.pop() if len(forms) == 1 else None
+    if form is None or any(_headers(f) is None for f in frames):
+        return None
+    found = {FRAMES: [_stored_frame(f, form) for f in frames], "form": form}
+    try:
+        return found if frames_bytes(found) == data else None
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _headers(frame: eventstream.Frame) -> dict[str, str] | None:
+    """A frame's headers as a mapping, when all are strings and named once."""
+    kept = {h.name: h.value for h in frame.headers if h.type == 7 and isinstance(h.value, str)}
+    return kept if len(kept) == len(frame.headers) else None
+
+
+def _stored_frame(frame: eventstream.Frame, form: str) -> dict[str, Any]:
+    """A frame as stored: its payload as JSON (an invoke chunk's event too) when written in
+    the stream's form, else as base64."""
+    stored: dict[str, Any] = {"headers": _headers(frame)}
+    raw = frame.payload.decode("utf-8", "replace")
+    value = _loads(raw)
+    if value is None or _form(value[0], raw) != form:
+        return {**stored, "base64": base64.b64encode(frame.payload).decode("ascii")}
+    payload = value[0]
+    inner = _chunk_event(payload, form)
+    if inner is not None:
+        return {**stored, "json": {**payload, "bytes": inner[0]}, _DECODED: "bytes"}
+    return {**stored, "json": payload}
+
+
+def _chunk_event(payload: Any, form: str) -> tuple[Any] | None:
+    """The event an invoke chunk's ``bytes`` holds, when it is JSON in ``form``."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("bytes"), str):
+        return None
+    try:
+        raw = base64.b64decode(payload["bytes"], validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    value = _loads(raw)
+    return value if value is not None and _form(value[0], raw) == form else None
+
+
+def frames_bytes(body: Mapping[str, Any]) -> bytes:
+    """The bytes of a stored frame list (``stored_frames``' inverse).
+
+    Raises:
+        ValueError: the form is not one of ``FORMS``, or a frame is not a mapping of string
+            ``headers`` with a ``json`` or ``base64`` payload.
+    """
+    form = str(body.get("form", ""))
+    options = FORMS.get(form)
+    if options is None:
+        raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r:.40}")
+    frames = body.get(FRAMES)
+    if not isinstance(frames, list):
+        raise ValueError(f"{FRAMES} must be a list, got {type(frames).__name__}")
+    return eventstream.encode(_frame(item, options) for item in frames)
+
+
+def _frame(item: Any, options: dict[str, Any]) -> eventstream.Frame:
+    headers = item.get("headers") if isinstance(item, Mapping) else None
+    if not isinstance(headers, Mapping) or ("json" in item) == ("base64" in item):
+        raise ValueError("each frame must be a mapping with 'headers' and 'json' or 'base64'")
+    if not all(isinstance(v, str) for v in headers.values()):
+        raise ValueError("a frame's headers must be text")
+    kept = tuple(eventstream.Header(str(name), 7, value) for name, value in headers.items())
+    if "base64" in item:
+        return eventstream.Frame(kept, base64.b64decode(str(item["base64"])))
+    payload = item["json"]
+    if item.get(_DECODED) == "bytes" and isinstance(payload, Mapping):
+        inner = json.dumps(payload.get("bytes"), **options).encode("utf-8")
+        payload = {**payload, "bytes": base64.b64encode(inner).decode("ascii")}
+    return eventstream.Frame(kept, json.dumps(payload, **options).encode("utf-8"))

@@ -35,7 +35,7 @@ def interaction(
         how = failed.stored() if isinstance(failed, Failure) else failed
         stored = steady.kept({"request": raw, FAILURE: how})
         return stored if seam is None else {**stored, matching.SEAM_FIELD: seam}
-    body = bodies.stored_body((response.get("body") or {}).get("string"))
+    body = bodies.stored_body((response.get("body") or {}).get("string"), frames=True)
     shown = body if isinstance(body, dict) else {"string": body or ""}
     answer = {name: value for name, value in response.items() if name not in _KEPT_APART}
     stored = steady.kept({"request": raw, "response": {**answer, "body": shown}})

@@ -43,7 +43,9 @@ _READ = {
     "request.body.": frozenset({"base64", "json", "lines", "form"}),
     "response.": frozenset({"status", "headers", "body"}),
     "response.status.": frozenset({"code", "message"}),
-    "response.body.": frozenset({"string", "base64", "json", "events", "lines", "form"}),
+    "response.body.": frozenset(
+        {"string", "base64", "json", "events", "lines", "eventstream", "form"}
+    ),
 }
 
 

@@ -118,6 +118,9 @@ VOLATILE_FIELDS = frozenset(
         "load_duration",
         "prompt_eval_duration",
         "eval_duration",
+        # Bedrock: the random padding of each stream event, and a Converse reply's latency.
+        "p",
+        "latencyMs",
     }
 )
 # The port a loopback URL is stored with: 0 reads "a free port", as a server binds it.

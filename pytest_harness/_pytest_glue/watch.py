@@ -50,6 +50,8 @@ _PAID = (
     "/api/generate",
 )
 _PAID_METHODS = (":generateContent", ":streamGenerateContent", ":embedContent")
+# Bedrock's runtime operations (``/model/{modelId}/…``).
+_PAID_BEDROCK = ("/converse", "/converse-stream", "/invoke", "/invoke-with-response-stream")
 
 
 @dataclass(eq=False)
@@ -141,7 +143,7 @@ class Budget:
     def gate(self, uri: str) -> None:
         """Refuse a live model request (``BudgetExceeded``) once a limit is reached."""
         path = uri.partition("?")[0]
-        if not (path.endswith(_PAID) or path.endswith(_PAID_METHODS)):
+        if not path.endswith(_PAID + _PAID_METHODS + _PAID_BEDROCK):
             return
         spent = self.spend.cost or 0.0
         if self.max_cost is not None and spent >= self.max_cost:

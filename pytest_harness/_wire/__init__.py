@@ -7,7 +7,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_harness._model.response import ModelResponse
-from pytest_harness._wire import anthropic, chat, gemini, ndjson, ollama, providers, responses, sse
+from pytest_harness._wire import (
+    anthropic,
+    bedrock,
+    chat,
+    eventstream,
+    gemini,
+    ndjson,
+    ollama,
+    providers,
+    responses,
+    sse,
+)
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
 from pytest_harness._wire._values import (
     NO_TEXT,
@@ -44,7 +55,7 @@ class Recognised:
 
     Attributes:
         api: ``openai.chat``, ``openai.responses``, ``anthropic.messages``,
-            ``gemini.generate``, ``ollama.chat`` or ``ollama.generate``.
+            ``gemini.generate``, ``bedrock.converse``, ``ollama.chat`` or ``ollama.generate``.
         provider: who served it, as litellm's price map names it: ``bedrock``, ``azure``,
             ``vertex_ai`` or ``ollama`` by the URL (``providers.provider``), else the
             format's own, ``openai``, ``anthropic`` or ``gemini``.
@@ -88,6 +99,8 @@ def recognise(
     ``headers`` are the response's (name -> list of values, or a value; any case); ``body``
     is the response body, already decompressed.
     """
+    if _is_eventstream(headers):
+        return _recognise_frames(uri, request_body, status, headers, body)
     text = decode(body)
     if not isinstance(status, int) or not 200 <= status < 300 or text is None:
         return None
@@ -135,13 +148,39 @@ def recognise_parsed(
     if found is None:
         return None
     api, response, model = found
-    model = model or request_model(uri, _as_request(request_body), api)
+    model = bedrock.model_in_url(uri) or model or request_model(uri, _as_request(request_body), api)
     # A chat reply keeps its content as sent ("" included), as litellm's path reads it: the
     # seam's replay answers with this very response.
     response = replace(
         response, finish_reason=response.finish_reason or None, model=model, latency_s=0.0
     )
     return Recognised(api, providers.provider(uri, api), model, response, streamed, data)
+
+
+def _is_eventstream(headers: Mapping[str, Any]) -> bool:
+    """Whether the content type says AWS's binary event stream (Bedrock's streams)."""
+    items = headers.items() if isinstance(headers, Mapping) else ()
+    for name, value in items:
+        if isinstance(name, str) and name.lower() == "content-type":
+            values = value if isinstance(value, list) else [value]
+            return any(isinstance(v, str) and eventstream.CONTENT_TYPE in v for v in values)
+    return False
+
+
+def _recognise_frames(
+    uri: str,
+    request_body: bytes | str | None,
+    status: int,
+    headers: Mapping[str, Any],
+    body: bytes | str | None,
+) -> Recognised | None:
+    """A Bedrock stream's reply: its frames' events; None when damaged or an exception."""
+    raw = body.encode("utf-8") if isinstance(body, str) else body
+    frames = eventstream.decode(raw) if isinstance(raw, bytes) else None
+    events = None if frames is None else bedrock.frame_events(frames)
+    if not isinstance(status, int) or not 200 <= status < 300 or not events:
+        return None
+    return recognise_parsed(uri, request_body, status, {}, events=events)
 
 
 def _as_request(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -160,6 +199,8 @@ def _from_json(data: Any) -> Found | None:
         return gemini.read_reply(data)
     if ollama.is_response(data):
         return ollama.read_reply(data)
+    if bedrock.is_reply(data):
+        return bedrock.read_reply(data)
     if data.get("type") == "message":
         return anthropic.read_reply(data)
     if data.get("object") == "response":
@@ -179,6 +220,8 @@ def _from_events(found: list[tuple[str, Any]]) -> Found | None:
     kinds = {event_kind(name, data) for name, data in sent}
     if any(kind.startswith("response.") for kind in kinds):
         return responses.read_events(sent)
+    if kinds & bedrock.CONVERSE_EVENTS:
+        return bedrock.read_events(sent)
     if kinds & anthropic.EVENTS:
         return anthropic.read_events(sent)
     if any("choices" in data for _, data in sent):
@@ -205,12 +248,14 @@ _REQUEST_READERS: dict[str, Callable[[dict[str, Any]], Asked]] = {
     "gemini.generate": gemini.read_request,
     "ollama.chat": ollama.read_request,
     "ollama.generate": ollama.read_request,
+    bedrock.API: bedrock.read_request,
 }
 
 
 def request_model(uri: str, data: Mapping[str, Any], api: str | None) -> str:
-    """The model a request asks for: its body's ``model``, else (Gemini) its URL's; or ""."""
-    model = as_str(data.get("model"))
+    """The model a request asks for: a Bedrock URL's, else its body's ``model``, else
+    (Gemini) its URL's; or ""."""
+    model = bedrock.model_in_url(uri) or as_str(data.get("model"))
     return model or (gemini.model_in_url(uri) if api == "gemini.generate" else "")
 
 
@@ -219,10 +264,12 @@ def request_api(uri: str, body: bytes | str | None) -> str | None:
     shape; None for another request. For what a request says when no reply is at hand (a
     cassette miss)."""
     path = uri.partition("?")[0] if isinstance(uri, str) else ""
-    api = next((api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None)
+    data = as_dict(loads(decode(body)))
+    api = bedrock.request_api(path, data) or next(
+        (api for ending, api in _ENDPOINTS.items() if path.endswith(ending)), None
+    )
     if api is not None:
         return api
-    data = as_dict(loads(decode(body)))
     return next((api for field, api in _REQUEST_FIELDS.items() if field in data), None)
 
 

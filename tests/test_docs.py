@@ -22,9 +22,13 @@ The convention, for whoever writes a page:
   ``OPENAI_API_BASE``) and ``OPENAI_API_KEY`` pointing at a scripted model on loopback
   (``pytest_harness.testing.LoopbackServer``), and ``ANTHROPIC_BASE_URL``,
   ``GOOGLE_GEMINI_BASE_URL`` (google-genai's), ``ANTHROPIC_API_KEY`` and ``GEMINI_API_KEY``
-  at the same server, which answers each SDK in its own wire format; the server is stopped,
-  and a plain ``pytest`` must pass again from the cassettes alone, with no key at all (the
-  base URLs stay). The recording must have reached the model. ``reply``: what the scripted
+  at the same server, which answers each SDK in its own wire format; so do boto3's Bedrock
+  runtime, AzureOpenAI, google-genai's Vertex AI and the ollama client
+  (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, ``AZURE_OPENAI_ENDPOINT``, ``GOOGLE_VERTEX_BASE_URL``,
+  ``OLLAMA_HOST``), recording with an AWS session's keys, ``AZURE_OPENAI_API_KEY`` and a
+  Google service account whose tokens come from the same server. The server is stopped, and
+  a plain ``pytest`` must pass again from the cassettes alone, with no key or credential at
+  all (the base URLs stay). The recording must have reached the model. ``reply``: what the scripted
   model answers to every request (with ``record``; default ``ok``).
 - **A page whose model must answer request by request** (JSON votes for judges, tool calls
   for an agent) scripts it in a hidden comment, anywhere on the page, instead of ``reply``::
@@ -80,10 +84,30 @@ OUTCOMES = {"passed", "skipped", "failed", "errors", "xpassed", "xfailed", "warn
 # Base URLs: OpenAI's end in /v1 (``server.url``); Anthropic's and Gemini's are the server's
 # root (``server.root``): their SDKs add /v1/messages and /v1beta/models/... themselves.
 OPENAI_URLS = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
-ROOT_URLS = ("ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
-PROVIDER = (*OPENAI_URLS, *ROOT_URLS, *KEY_VARIABLES, "GOOGLE_API_KEY")
+# The clouds' and Ollama's endpoints (docs/guides/providers.md): boto3's Bedrock runtime,
+# AzureOpenAI's, google-genai's with vertexai=True, the ollama client's.
+ROOT_URLS = (
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AZURE_OPENAI_ENDPOINT",
+    "GOOGLE_VERTEX_BASE_URL",
+    "OLLAMA_HOST",
+)
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
+# Credentials a recording has and a replay has not: AWS's (a session's, as SSO gives them),
+# and Google's application default credentials (a service account whose token URI is the
+# loopback server's token route).
+AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+GOOGLE_CREDENTIALS = "GOOGLE_APPLICATION_CREDENTIALS"
+PROVIDER = (*OPENAI_URLS, *ROOT_URLS, *KEY_VARIABLES, *AWS_VARIABLES, GOOGLE_CREDENTIALS)
+PROVIDER += ("GOOGLE_API_KEY",)
 RECORDING_KEY = "sk-docs-recording-0123456789abcdef"
+AWS_RECORDING = {
+    "AWS_ACCESS_KEY_ID": "ASIADOCSRECORDING000",
+    "AWS_SECRET_ACCESS_KEY": "docs-recording-secret-0123456789abcdef",
+    "AWS_SESSION_TOKEN": "IQoJb3JpZ2luX2VjEDocsRecordingSessionToken0123456789",
+}
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<info>.*)$")
 TITLE = re.compile(r'\btitle="(?P<title>[^"]*)"')
@@ -268,16 +292,22 @@ class Docs:
         path.write_text(block.code + "\n", encoding="utf-8")
 
     def _provider(self, server: LoopbackServer, key: str | None) -> None:
-        """Point every provider's SDK at ``server``; with ``key``, or with no key at all."""
+        """Point every provider's SDK at ``server``; with ``key`` (and cloud credentials), or
+        with no credential at all."""
         for variable in OPENAI_URLS:
             self.monkeypatch.setenv(variable, server.url)
         for variable in ROOT_URLS:
             self.monkeypatch.setenv(variable, server.root)
-        for variable in KEY_VARIABLES:
-            if key is None:  # replay needs none
+        if key is None:  # replay needs none
+            for variable in (*KEY_VARIABLES, *AWS_VARIABLES, GOOGLE_CREDENTIALS):
                 self.monkeypatch.delenv(variable, raising=False)
-            else:
-                self.monkeypatch.setenv(variable, key)
+            return
+        for variable in KEY_VARIABLES:
+            self.monkeypatch.setenv(variable, key)
+        for variable, value in AWS_RECORDING.items():
+            self.monkeypatch.setenv(variable, value)
+        account = _service_account(self.workdir.parent / "credentials", f"{server.root}/token")
+        self.monkeypatch.setenv(GOOGLE_CREDENTIALS, str(account))
 
     def _pytest(self, args: list[str]) -> pytest.RunResult:
         # A subprocess, as a user runs it: a project may import anything (litellm cannot be
@@ -285,6 +315,30 @@ class Docs:
         # the project's folder, whatever folder the page's snippets ran in.
         self.monkeypatch.chdir(self.pytester.path)
         return self.pytester.runpytest_subprocess(*args, timeout=300)
+
+
+def _service_account(folder: Path, token_uri: str) -> Path:
+    """A Google service account key file (a new RSA key) whose tokens come from ``token_uri``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    info = {
+        "type": "service_account",
+        "project_id": "docs-project",
+        "private_key_id": "0123456789abcdef",
+        "private_key": pem,
+        "client_email": "docs@docs-project.iam.gserviceaccount.com",
+        "client_id": "1234567890",
+        "token_uri": token_uri,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "service-account.json"
+    path.write_text(json.dumps(info), encoding="utf-8")
+    return path
 
 
 def read_model(text: str, name: str) -> Callable[[Any], Reply] | None:
@@ -363,7 +417,7 @@ def docs(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 # Pages whose projects run the agent frameworks, installed on Python 3.11 and later only
 # (the dev extra's markers); tests/conftest.py leaves their test modules out there too.
-FRAMEWORK_PAGES = {"docs/guides/agents.md", "docs/guides/mcp.md"}
+FRAMEWORK_PAGES = {"docs/guides/agents.md", "docs/guides/mcp.md", "docs/guides/providers.md"}
 RUNNABLE = [page for page in PAGES if sys.version_info >= (3, 11) or page not in FRAMEWORK_PAGES]
 
 

@@ -53,6 +53,7 @@ GUIDES = {
     "keyless": "No API key",
     "response-checks": "Response checks",
     "cassettes": "Cassettes and application traffic",
+    "providers": "Providers (Bedrock, Azure, Vertex AI, Ollama)",
     "rerecording": "Re-recording: see what changed",
     "embedded-model": "The embedded model",
     "tribunals": "Judges and tribunals",

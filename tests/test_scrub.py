@@ -121,7 +121,6 @@ DEFAULT_QUERY = [
     "key",
     "sig",
     "signature",
-    "subscription-key",
     "token",
 ]
 

@@ -57,9 +57,12 @@ class Redaction:
         }
     )
     query_params: frozenset[str] = frozenset(
+        # Not Azure API Management's ``subscription-key``: a cassette's stored match keys
+        # name the query parameters they leave out, so a new default here would make every
+        # cassette already recorded compute its keys again (and its seam calls take the HTTP
+        # path) until it is re-recorded. A gateway that takes it in the query: add it to
+        # harness_redact_query; the pre-write scan finds it in a URL meanwhile.
         {"key", "api_key", "api-key", "access_token", "token", "apikey", "sig", "signature"}
-        # Azure API Management's subscription key, sent in the query in place of its header.
-        | {"subscription-key"}
     )
     response_headers: frozenset[str] = frozenset(
         {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}

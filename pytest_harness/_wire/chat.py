@@ -58,14 +58,16 @@ def read_request(data: dict[str, Any]) -> Asked:
     wanted = as_dict(data.get("response_format"))  # {"type": "json_schema", "json_schema": {...}}
     schema = as_dict(wanted.get("json_schema")).get("schema") or wanted.get("schema")
     return Asked(
-        turns=tuple(map(_turn, messages)),
+        turns=tuple(map(message_turn, messages)),
         tools=names(tools),
         results=_results(messages),
         **reply_format(wanted.get("type"), schema),
     )
 
 
-def _turn(message: dict[str, Any]) -> Turn:
+def message_turn(message: dict[str, Any]) -> Turn:
+    """A message of this shape (Ollama's too): its text, then each tool call as
+    ``name(arguments)``."""
     calls = [as_dict(call.get("function")) for call in as_dicts(message.get("tool_calls"))]
     said = [parts_text(message.get("content"))]
     said += [call_text(call.get("name"), call.get("arguments")) for call in calls]

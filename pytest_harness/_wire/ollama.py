@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_harness._model.response import ModelResponse, ToolCall
+from pytest_harness._wire import chat
 from pytest_harness._wire._json import as_dict, as_dicts, as_str, json_text
 from pytest_harness._wire._values import (
     Asked,
     Found,
     SentResult,
     Turn,
-    call_text,
-    joined,
     names,
     reply_format,
     tool_call,
@@ -57,19 +56,11 @@ def read_request(data: dict[str, Any]) -> Asked:
     messages = as_dicts(data.get("messages"))
     tools = [as_str(as_dict(t.get("function")).get("name")) for t in as_dicts(data.get("tools"))]
     return Asked(
-        turns=tuple(map(_turn, messages)),
+        turns=tuple(map(chat.message_turn, messages)),  # Chat Completions' message shape
         tools=names(tools),
         results=_results(messages),
         **reply_format(kind, wanted),
     )
-
-
-def _turn(message: dict[str, Any]) -> Turn:
-    """A message: its text, then each tool call as ``name(arguments)``."""
-    calls = [as_dict(c.get("function")) for c in as_dicts(message.get("tool_calls"))]
-    said = [as_str(message.get("content"))]
-    said += [call_text(call.get("name"), call.get("arguments")) for call in calls]
-    return Turn(role=as_str(message.get("role")) or "?", text=joined(said))
 
 
 def _results(messages: list[dict[str, Any]]) -> tuple[SentResult, ...]:

@@ -19,7 +19,7 @@ from pytest_harness._wire import (
     responses,
     sse,
 )
-from pytest_harness._wire._json import as_dict, as_dicts, as_str, decode, loads
+from pytest_harness._wire._json import as_dict, as_dicts, as_str, content_types, decode, loads
 from pytest_harness._wire._values import (
     NO_TEXT,
     Asked,
@@ -159,12 +159,7 @@ def recognise_parsed(
 
 def _is_eventstream(headers: Mapping[str, Any]) -> bool:
     """Whether the content type says AWS's binary event stream (Bedrock's streams)."""
-    items = headers.items() if isinstance(headers, Mapping) else ()
-    for name, value in items:
-        if isinstance(name, str) and name.lower() == "content-type":
-            values = value if isinstance(value, list) else [value]
-            return any(isinstance(v, str) and eventstream.CONTENT_TYPE in v for v in values)
-    return False
+    return any(eventstream.CONTENT_TYPE in kind for kind in content_types(headers))
 
 
 def _recognise_frames(

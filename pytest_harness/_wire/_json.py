@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -24,6 +25,17 @@ def as_dict(value: Any) -> dict[str, Any]:
 def as_dicts(value: Any) -> list[dict[str, Any]]:
     """The objects of a list (other items left out); [] when it is no list."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def content_types(headers: Any) -> list[str]:
+    """The content type a response's headers give (name -> value or list of values, any
+    case, as a cassette stores them), lower-cased; [] when none is given."""
+    items = headers.items() if isinstance(headers, Mapping) else ()
+    for name, value in items:
+        if isinstance(name, str) and name.lower() == "content-type":
+            values = value if isinstance(value, list) else [value]
+            return [v.lower() for v in values if isinstance(v, str)]
+    return []
 
 
 def json_text(value: Any) -> str:

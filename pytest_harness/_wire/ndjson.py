@@ -7,18 +7,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_harness._wire._json import content_types
+
 # The content types of a body of JSON lines.
 _TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 
 
 def by_type(headers: Mapping[str, Any]) -> bool:
     """Whether the headers (name -> value or list of values, any case) say NDJSON."""
-    items = headers.items() if isinstance(headers, Mapping) else ()
-    for name, value in items:
-        if isinstance(name, str) and name.lower() == "content-type":
-            values = value if isinstance(value, list) else [value]
-            return any(isinstance(v, str) and v.lower().startswith(_TYPES) for v in values)
-    return False
+    return any(kind.startswith(_TYPES) for kind in content_types(headers))
 
 
 def by_look(text: str) -> bool:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from pytest_harness._wire._json import content_types
+
 _LINES = re.compile(r"\r\n|\r|\n")
 _FIRST_FIELD = re.compile(r"\A\s*(?:data|event):")
 # The data of the last event of an OpenAI-style stream (Chat Completions and the providers
@@ -16,12 +18,8 @@ DONE = "[DONE]"
 
 def is_event_stream(headers: Mapping[str, Any], text: str) -> bool:
     """SSE by its content type (headers: name -> value or list of values, any case) or look."""
-    items = headers.items() if isinstance(headers, Mapping) else ()
-    for name, value in items:
-        if isinstance(name, str) and name.lower() == "content-type":
-            values = value if isinstance(value, list) else [value]
-            if any(isinstance(v, str) and "text/event-stream" in v.lower() for v in values):
-                return True
+    if any("text/event-stream" in kind for kind in content_types(headers)):
+        return True
     return _FIRST_FIELD.match(text) is not None
 
 
